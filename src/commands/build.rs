@@ -1,0 +1,74 @@
+//! `eve build`: compile, print diagnostics, write the manifest.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use crate::cli::{BuildArgs, Format};
+use crate::compiler::{self, render};
+
+pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let base = args.dir.to_string_lossy().into_owned();
+    if !args.dir.is_dir() {
+        eprintln!("error: `{base}` is not a folder");
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
+    let build = compiler::compile(&args.dir);
+    let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
+    match args.format {
+        Format::Json => println!("{}", render::json(&diagnostics, &base)),
+        Format::Human => {
+            let style = render::Style::for_stderr();
+            for d in &diagnostics {
+                eprintln!("{}", render::human(d, &base, style));
+            }
+        }
+    }
+    let Some(manifest) = build.manifest else {
+        if args.format == Format::Human {
+            eprintln!(
+                "error: could not build `{}`: {}",
+                compiler::agent_name(&args.dir),
+                counts(
+                    build.diagnostics.error_count(),
+                    build.diagnostics.warning_count()
+                )
+            );
+        }
+        return Ok(ExitCode::FAILURE);
+    };
+    compiler::write_manifest(&args.dir, &manifest)?;
+    if args.format == Format::Human {
+        let elapsed = started.elapsed();
+        eprintln!(
+            "built `{}`: {}, {}, {} in {:.1} ms → {}",
+            manifest.agent.name,
+            plural(manifest.tools.len(), "tool"),
+            plural(manifest.skills.len(), "skill"),
+            plural(manifest.subagents.len(), "subagent"),
+            elapsed.as_secs_f64() * 1000.0,
+            render::join_path(&base, ".eve/manifest.json"),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+fn counts(errors: usize, warnings: usize) -> String {
+    if warnings == 0 {
+        plural(errors, "error")
+    } else {
+        format!(
+            "{}, {}",
+            plural(errors, "error"),
+            plural(warnings, "warning")
+        )
+    }
+}

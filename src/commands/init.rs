@@ -1,0 +1,110 @@
+//! `eve init`: write a working agent directory from the embedded templates.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::cli::InitArgs;
+use crate::compiler::{self, model::ModelRef, render};
+
+/// The files `eve init` writes: path in the agent directory, template text.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("agent.toml", include_str!("../../templates/agent.toml")),
+    (
+        "instructions.md",
+        include_str!("../../templates/instructions.md"),
+    ),
+    (
+        "skills/summarize-folder.md",
+        include_str!("../../templates/skills/summarize-folder.md"),
+    ),
+    (
+        "tools/bash.toml",
+        include_str!("../../templates/tools/bash.toml"),
+    ),
+    (".gitignore", include_str!("../../templates/gitignore")),
+];
+
+pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
+    let dir = &args.dir;
+    let shown = dir.to_string_lossy().into_owned();
+    if let Err(problem) = check_model(&args.model) {
+        eprintln!("error: {problem}");
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
+    if dir.exists() && !dir.is_dir() {
+        eprintln!("error: `{shown}` exists and is not a folder");
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
+    if !args.force && !is_empty(dir)? {
+        eprintln!(
+            "error: `{shown}` is not empty\n  = help: pass `--force` to write the agent's files into it anyway"
+        );
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
+    let name = crate::compiler::agent_name(dir);
+    let env = minijinja::Environment::new();
+    let context = minijinja::context! { name => &name, model => args.model.trim() };
+    for (path, template) in TEMPLATES {
+        let mut text = env
+            .render_str(template, &context)
+            .with_context(|| format!("cannot render the template for `{path}`"))?;
+        text.push('\n');
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create `{}`", parent.display()))?;
+        }
+        std::fs::write(&target, text)
+            .with_context(|| format!("cannot write `{}`", target.display()))?;
+    }
+
+    // Like mdBook's init, check our own output by building it.
+    let build = compiler::compile(dir);
+    if !build.diagnostics.is_empty() {
+        let style = render::Style::for_stderr();
+        for d in build.diagnostics.iter() {
+            eprintln!("{}", render::human(d, &shown, style));
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    eprintln!("created agent `{name}` in {shown}");
+    for (path, _) in TEMPLATES {
+        eprintln!("  {}", render::join_path(&shown, path));
+    }
+    let arg = if shown == "." {
+        String::new()
+    } else {
+        format!(" {}", quote(&shown))
+    };
+    eprintln!("\nnext:\n  eve build{arg}    # compile and check it");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_model(model: &str) -> Result<(), String> {
+    let parsed = ModelRef::parse(model)?;
+    match parsed.provider() {
+        "anthropic" | "openai" | "scripted" => Ok(()),
+        other => Err(format!(
+            "unknown provider `{other}` in `--model {model}`\n  = help: use `anthropic/…` or `openai/…` here, then declare other providers in agent.toml's `[providers.NAME]`"
+        )),
+    }
+}
+
+fn is_empty(dir: &Path) -> anyhow::Result<bool> {
+    if !dir.exists() {
+        return Ok(true);
+    }
+    let mut entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
+    Ok(entries.all(|e| e.is_ok_and(|e| e.file_name() == ".git")))
+}
+
+fn quote(path: &str) -> String {
+    if path.contains([' ', '\'', '"']) {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    } else {
+        path.to_string()
+    }
+}

@@ -1,0 +1,19 @@
+//! Thin orchestration for each subcommand.
+
+mod build;
+mod init;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+
+/// Exit code for a usage error (bad arguments), as clap uses.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Runs a parsed command line and returns the process exit code.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Init(args) => init::run(&args),
+        Command::Build(args) => build::run(&args),
+    }
+}

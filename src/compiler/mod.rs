@@ -1,0 +1,258 @@
+//! The compiler: an agent directory in, a validated manifest and diagnostics out.
+
+pub mod config;
+pub mod diagnostic;
+pub mod inputs;
+pub mod instructions;
+pub mod model;
+pub mod render;
+pub mod skills;
+pub mod source;
+pub mod toml_reader;
+pub mod tools;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+pub use diagnostic::{Diagnostic, Diagnostics, Severity};
+use inputs::AgentFiles;
+
+use crate::manifest::{Approval, Executor, Manifest, SCHEMA_VERSION, Subagent, Tool, ToolSource};
+
+/// Timeout of a subagent tool call.
+pub const SUBAGENT_TIMEOUT_SECS: u64 = 3600;
+
+/// The result of compiling an agent directory.
+#[derive(Debug)]
+pub struct Build {
+    /// Present when there were no errors.
+    pub manifest: Option<Manifest>,
+    pub diagnostics: Diagnostics,
+}
+
+/// Where the manifest of an agent directory is written.
+pub fn manifest_path(dir: &Path) -> PathBuf {
+    dir.join(".eve").join("manifest.json")
+}
+
+/// Compiles the agent directory at `dir` in memory.
+pub fn compile(dir: &Path) -> Build {
+    let files = AgentFiles::load(dir);
+    let mut diagnostics = Diagnostics::default();
+    let manifest = compile_files(&files, agent_name(dir), None, &mut diagnostics);
+    diagnostics.sort();
+    let manifest = manifest.filter(|_| !diagnostics.has_errors());
+    Build {
+        manifest,
+        diagnostics,
+    }
+}
+
+/// The agent name a directory gets by default: its folder name.
+pub fn agent_name(dir: &Path) -> String {
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let normal: PathBuf = absolute.components().collect();
+    normal
+        .file_name()
+        .map_or_else(|| "agent".to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn compile_files(
+    files: &AgentFiles,
+    name: String,
+    inherited: Option<&config::Inherited>,
+    diags: &mut Diagnostics,
+) -> Option<Manifest> {
+    diags.extend(files.problems.iter().cloned());
+    let at = |rel: &str| {
+        if files.prefix.is_empty() {
+            rel.to_string()
+        } else {
+            format!("{}/{rel}", files.prefix)
+        }
+    };
+    let config = config::compile(
+        files.agent_toml.as_ref(),
+        &at("agent.toml"),
+        &name,
+        inherited,
+        &files.root,
+        diags,
+    );
+    let skills = skills::compile(&files.skills, &files.root, diags);
+    let mut tools = tools::compile(&files.tools, &config, !skills.is_empty(), diags);
+
+    let child_inherits = config::Inherited {
+        model: config.agent.model.clone(),
+        providers: config.agent.providers.clone(),
+    };
+    let mut subagents = Vec::new();
+    for dir in &files.subagents {
+        if let Some(subagent) = compile_subagent(dir, &child_inherits, &tools, diags) {
+            subagents.push(subagent);
+        }
+    }
+    tools.extend(subagents.iter().map(subagent_tool));
+
+    let sample = instructions::Context {
+        agent: instructions::AgentInfo {
+            name: config.agent.name.clone(),
+            description: config.agent.description.clone().unwrap_or_default(),
+            model: config.agent.model.clone(),
+        },
+        tools: tools
+            .iter()
+            .map(|t| instructions::Named {
+                name: t.name.clone(),
+                description: t.description.clone(),
+            })
+            .collect(),
+        skills: skills
+            .iter()
+            .map(|s| instructions::Named {
+                name: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect(),
+        workspace: "/workspace".into(),
+        date: "2000-01-01".into(),
+        env: config
+            .instructions_env
+            .iter()
+            .map(|v| (v.clone(), String::new()))
+            .collect::<BTreeMap<_, _>>(),
+    };
+    let instructions = instructions::compile(
+        &files.instructions,
+        &files.prefix,
+        &config.instructions_env,
+        &sample,
+        diags,
+    );
+
+    Some(Manifest {
+        schema_version: SCHEMA_VERSION,
+        agent: config.agent,
+        instructions,
+        tools,
+        skills,
+        subagents,
+        inputs_hash: files.hash.clone(),
+    })
+}
+
+fn compile_subagent(
+    dir: &inputs::SubagentDir,
+    inherited: &config::Inherited,
+    parent_tools: &[Tool],
+    diags: &mut Diagnostics,
+) -> Option<Subagent> {
+    let mut ok = true;
+    let display = dir.files.prefix.clone();
+    if !skills::is_valid_name(&dir.name) {
+        diags.push(
+            Diagnostic::error(code::INVALID_SUBAGENT_NAME, format!("invalid subagent name `{}`", dir.name))
+                .file(display.clone())
+                .note("subagent names are lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64 characters"),
+        );
+        ok = false;
+    }
+    if parent_tools.iter().any(|t| t.name == dir.name) {
+        diags.push(
+            Diagnostic::error(
+                code::SUBAGENT_NAME_COLLISION,
+                format!("subagent `{}` has the same name as a tool", dir.name),
+            )
+            .file(display.clone())
+            .note("each subagent is offered to the model as a tool named after it")
+            .help(format!(
+                "rename the folder, or disable the tool with `tools/{}.toml`",
+                dir.name
+            )),
+        );
+        ok = false;
+    }
+    let before = diags.error_count();
+    let manifest = compile_files(&dir.files, dir.name.clone(), Some(inherited), diags)?;
+    let description = manifest.agent.description.clone();
+    if description.is_none() && dir.files.agent_toml.is_some() {
+        diags.push(
+            Diagnostic::error(
+                code::SUBAGENT_WITHOUT_DESCRIPTION,
+                format!("subagent `{}` has no `description`", dir.name),
+            )
+            .file(format!("{display}/agent.toml"))
+            .note("the parent's model reads it to decide when to hand work to this subagent")
+            .help("add `description = \"…\"` to its agent.toml"),
+        );
+        ok = false;
+    }
+    (ok && diags.error_count() == before).then(|| Subagent {
+        name: dir.name.clone(),
+        description: description.unwrap_or_default(),
+        path: format!("subagents/{}", dir.name),
+        manifest: Box::new(manifest),
+    })
+}
+
+fn subagent_tool(subagent: &Subagent) -> Tool {
+    Tool {
+        name: subagent.name.clone(),
+        description: subagent.description.clone(),
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "task": {
+                    "type": "string",
+                    "description": "The complete task for this subagent. It sees nothing of this conversation, so include every detail it needs."
+                }
+            },
+            "required": ["task"],
+            "additionalProperties": false
+        }),
+        source: ToolSource::Custom,
+        approval: Approval::Never,
+        timeout_secs: SUBAGENT_TIMEOUT_SECS,
+        read_only: false,
+        executor: Executor::Subagent {
+            name: subagent.name.clone(),
+        },
+        settings: BTreeMap::new(),
+    }
+}
+
+use diagnostic::code;
+
+/// The manifest as written to disk: pretty JSON with a final newline.
+pub fn manifest_bytes(manifest: &Manifest) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(manifest).context("cannot serialise the manifest")?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Writes the manifest atomically (temporary file, then rename) unless the same bytes are
+/// already there. Returns whether the file changed.
+pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<bool> {
+    let path = manifest_path(dir);
+    let bytes = manifest_bytes(manifest)?;
+    if std::fs::read(&path).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    let eve_dir = dir.join(".eve");
+    std::fs::create_dir_all(&eve_dir)
+        .with_context(|| format!("cannot create `{}`", eve_dir.display()))?;
+    let tmp = eve_dir.join(format!(".manifest.json.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &bytes).with_context(|| format!("cannot write `{}`", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write `{}`", path.display()))?;
+    Ok(true)
+}
+
+/// Reads a manifest written by [`write_manifest`]; `None` if absent or from another eve.
+pub fn read_manifest(dir: &Path) -> Option<Manifest> {
+    let bytes = std::fs::read(manifest_path(dir)).ok()?;
+    serde_json::from_slice::<Manifest>(&bytes)
+        .ok()
+        .filter(|m| m.schema_version == SCHEMA_VERSION)
+}

@@ -1,0 +1,202 @@
+//! Renders diagnostics for a person (compiler style, optionally coloured) or as JSON.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::diagnostic::{Diagnostic, Severity};
+
+/// ANSI styles, or nothing when colour is off.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub color: bool,
+}
+
+impl Style {
+    /// Colour when the stream is a terminal and `NO_COLOR` is unset or empty.
+    pub fn for_stderr() -> Style {
+        use std::io::IsTerminal;
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Style {
+            color: !no_color && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn severity(&self, severity: Severity, text: &str) -> String {
+        match severity {
+            Severity::Error => self.paint("1;31", text),
+            Severity::Warning => self.paint("1;33", text),
+        }
+    }
+
+    fn blue(&self, text: &str) -> String {
+        self.paint("1;34", text)
+    }
+
+    fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+}
+
+/// Renders one diagnostic in the familiar compiler style. `base` is prefixed to its path
+/// (the agent directory as the user named it).
+pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {
+    let mut out = String::new();
+    let word = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let _ = writeln!(
+        out,
+        "{}{}",
+        style.severity(d.severity, &format!("{word}[{}]", d.code)),
+        style.bold(&format!(": {}", d.message))
+    );
+    let gutter = d.line.map_or(1, |l| l.to_string().len());
+    let pad = " ".repeat(gutter);
+    if let Some(file) = &d.file {
+        let mut location = join_path(base, file);
+        if let (Some(line), Some(column)) = (d.line, d.column) {
+            let _ = write!(location, ":{line}:{column}");
+        }
+        let _ = writeln!(out, "{pad}{} {location}", style.blue("-->"));
+    }
+    if let (Some(line), Some(column), Some(text)) = (d.line, d.column, &d.source_line) {
+        let bar = style.blue("|");
+        let _ = writeln!(out, "{pad} {bar}");
+        let _ = writeln!(
+            out,
+            "{} {bar} {}",
+            style.blue(&line.to_string()),
+            text.replace('\t', "    ")
+        );
+        let lead: String = text
+            .chars()
+            .take(column.saturating_sub(1))
+            .map(|c| if c == '\t' { "    " } else { " " })
+            .collect();
+        let carets = "^".repeat(d.width.max(1));
+        let label = d
+            .label
+            .as_deref()
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{pad} {bar} {lead}{}",
+            style.severity(d.severity, &format!("{carets}{label}"))
+        );
+        if !d.notes.is_empty() || d.help.is_some() {
+            let _ = writeln!(out, "{pad} {bar}");
+        }
+    }
+    for note in &d.notes {
+        let _ = writeln!(
+            out,
+            "{pad} {} {}: {note}",
+            style.blue("="),
+            style.bold("note")
+        );
+    }
+    if let Some(help) = &d.help {
+        let _ = writeln!(
+            out,
+            "{pad} {} {}: {help}",
+            style.blue("="),
+            style.bold("help")
+        );
+    }
+    out
+}
+
+/// `base/file`, without `./` noise.
+pub fn join_path(base: &str, file: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.is_empty() || base == "." {
+        file.to_string()
+    } else {
+        format!("{base}/{file}")
+    }
+}
+
+/// The JSON form of a diagnostic, as `--format json` prints it.
+#[derive(Debug, Serialize)]
+pub struct JsonDiagnostic<'a> {
+    pub severity: Severity,
+    pub code: &'a str,
+    pub message: &'a str,
+    pub file: Option<String>,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub help: Option<&'a str>,
+}
+
+/// All diagnostics as a JSON array.
+pub fn json(diagnostics: &[Diagnostic], base: &str) -> String {
+    let items: Vec<JsonDiagnostic<'_>> = diagnostics
+        .iter()
+        .map(|d| JsonDiagnostic {
+            severity: d.severity,
+            code: d.code,
+            message: &d.message,
+            file: d.file.as_deref().map(|f| join_path(base, f)),
+            line: d.line,
+            column: d.column,
+            help: d.help.as_deref(),
+        })
+        .collect();
+    serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compiler::diagnostic::code;
+    use crate::compiler::source::SourceFile;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn renders_position_caret_note_and_help() {
+        let src = SourceFile::new("agent.toml", "name = \"x\"\nmodle = \"a/b\"\n");
+        let d = Diagnostic::error(code::UNKNOWN_KEY, "unknown key `modle`")
+            .at(&src, Some(11..16))
+            .label("unknown key")
+            .help("did you mean `model`?");
+        assert_eq!(
+            human(&d, "demo", Style { color: false }),
+            "error[E0003]: unknown key `modle`\n \
+             --> demo/agent.toml:2:1\n  \
+             |\n\
+             2 | modle = \"a/b\"\n  \
+             | ^^^^^ unknown key\n  \
+             |\n  \
+             = help: did you mean `model`?\n"
+        );
+    }
+
+    #[test]
+    fn renders_a_file_without_position() {
+        let d = Diagnostic::warning(code::NOT_A_TOOL_FILE, "`tools/x.txt` is not a tool file")
+            .file("tools/x.txt")
+            .note("why");
+        assert_eq!(
+            human(&d, ".", Style { color: false }),
+            "warning[W0212]: `tools/x.txt` is not a tool file\n --> tools/x.txt\n  = note: why\n"
+        );
+    }
+
+    #[test]
+    fn colours_only_when_asked() {
+        let d = Diagnostic::error(code::UNKNOWN_KEY, "x");
+        assert!(human(&d, ".", Style { color: true }).contains("\x1b[1;31m"));
+        assert!(!human(&d, ".", Style { color: false }).contains('\x1b'));
+    }
+}

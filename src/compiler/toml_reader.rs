@@ -1,0 +1,449 @@
+//! Reads TOML tables key by key, reporting every unknown key and wrong type with its position.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use toml_edit::{Item, Key, TableLike, Value};
+
+use super::diagnostic::{Diagnostic, Diagnostics, code};
+use super::source::SourceFile;
+use crate::suggest;
+
+/// A value together with where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Option<Range<usize>>,
+}
+
+/// A parsed TOML file plus the diagnostics found while reading it.
+pub struct TomlFile {
+    pub src: SourceFile,
+    doc: toml_edit::Document<String>,
+    diags: RefCell<Diagnostics>,
+}
+
+impl TomlFile {
+    /// Parses `src`; a syntax error is returned as a diagnostic.
+    pub fn parse(src: SourceFile) -> Result<Self, Box<Diagnostic>> {
+        match toml_edit::Document::parse(src.text.clone()) {
+            Ok(doc) => Ok(TomlFile {
+                src,
+                doc,
+                diags: RefCell::default(),
+            }),
+            Err(err) => {
+                let message = err.message().trim_end().to_string();
+                let message = message.lines().next().unwrap_or("invalid TOML").to_string();
+                Err(Box::new(
+                    Diagnostic::error(code::TOML_SYNTAX, format!("invalid TOML: {message}"))
+                        .at(&src, err.span()),
+                ))
+            }
+        }
+    }
+
+    /// A reader over the document's root table.
+    pub fn root(&self) -> TableReader<'_> {
+        TableReader {
+            file: self,
+            table: self.doc.as_table(),
+            path: String::new(),
+            seen: Vec::new(),
+            all_known: false,
+        }
+    }
+
+    pub fn report(&self, diagnostic: Diagnostic) {
+        self.diags.borrow_mut().push(diagnostic);
+    }
+
+    pub fn error(
+        &self,
+        code: &'static str,
+        message: impl Into<String>,
+        span: Option<Range<usize>>,
+    ) {
+        self.report(Diagnostic::error(code, message).at(&self.src, span));
+    }
+
+    pub fn into_diagnostics(self) -> Diagnostics {
+        self.diags.into_inner()
+    }
+}
+
+/// Reads one table. Every key asked for counts as known; [`TableReader::finish`]
+/// reports the rest as unknown, suggesting the closest known key.
+pub struct TableReader<'a> {
+    file: &'a TomlFile,
+    table: &'a dyn TableLike,
+    path: String,
+    seen: Vec<&'static str>,
+    /// Set once every entry was taken with [`TableReader::entries`].
+    all_known: bool,
+}
+
+impl<'a> TableReader<'a> {
+    pub fn file(&self) -> &'a TomlFile {
+        self.file
+    }
+
+    /// The dotted path of `key` inside this table, for messages.
+    pub fn key_path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    /// Whether the key is present (does not mark it as known).
+    pub fn contains(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    /// The keys present in this table, in file order.
+    pub fn keys(&self) -> Vec<&'a str> {
+        self.table.iter().map(|(k, _)| k).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// The span of a key, or of the whole table when the key is absent.
+    pub fn key_span(&self, key: &str) -> Option<Range<usize>> {
+        self.table.key(key).and_then(Key::span)
+    }
+
+    /// The raw item for `key`, marking it known.
+    pub fn item(&mut self, key: &'static str) -> Option<&'a Item> {
+        self.seen.push(key);
+        self.table.get(key).filter(|i| !i.is_none())
+    }
+
+    fn span_of(&self, key: &str, item: &Item) -> Option<Range<usize>> {
+        item.span().or_else(|| self.key_span(key))
+    }
+
+    fn wrong_type(&self, key: &str, item: &Item, expected: &str) {
+        self.file.error(
+            code::WRONG_TYPE,
+            format!(
+                "`{}` must be {expected}, found {}",
+                self.key_path(key),
+                describe(item)
+            ),
+            self.span_of(key, item),
+        );
+    }
+
+    pub fn string(&mut self, key: &'static str) -> Option<Spanned<String>> {
+        let item = self.item(key)?;
+        match item.as_str() {
+            Some(s) => Some(Spanned {
+                value: s.to_string(),
+                span: self.span_of(key, item),
+            }),
+            None => {
+                self.wrong_type(key, item, "a string");
+                None
+            }
+        }
+    }
+
+    pub fn bool(&mut self, key: &'static str) -> Option<Spanned<bool>> {
+        let item = self.item(key)?;
+        match item.as_bool() {
+            Some(b) => Some(Spanned {
+                value: b,
+                span: self.span_of(key, item),
+            }),
+            None => {
+                self.wrong_type(key, item, "true or false");
+                None
+            }
+        }
+    }
+
+    /// A positive integer; zero and negative values are reported as out of range.
+    pub fn positive_int(&mut self, key: &'static str) -> Option<Spanned<u64>> {
+        let item = self.item(key)?;
+        let span = self.span_of(key, item);
+        match item.as_integer() {
+            Some(n) if n > 0 => Some(Spanned {
+                value: n as u64,
+                span,
+            }),
+            Some(n) => {
+                self.file.error(
+                    code::OUT_OF_RANGE,
+                    format!("`{}` must be at least 1, found {n}", self.key_path(key)),
+                    span,
+                );
+                None
+            }
+            None => {
+                self.wrong_type(key, item, "a positive integer");
+                None
+            }
+        }
+    }
+
+    /// A number; integers are accepted where a float is expected.
+    pub fn number(&mut self, key: &'static str) -> Option<Spanned<f64>> {
+        let item = self.item(key)?;
+        let span = self.span_of(key, item);
+        let value = item
+            .as_float()
+            .or_else(|| item.as_integer().map(|i| i as f64));
+        match value {
+            Some(value) => Some(Spanned { value, span }),
+            None => {
+                self.wrong_type(key, item, "a number");
+                None
+            }
+        }
+    }
+
+    pub fn string_array(&mut self, key: &'static str) -> Option<Vec<Spanned<String>>> {
+        let item = self.item(key)?;
+        let Some(array) = item.as_array() else {
+            self.wrong_type(key, item, "an array of strings");
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        for value in array.iter() {
+            match value.as_str() {
+                Some(s) => out.push(Spanned {
+                    value: s.to_string(),
+                    span: value.span(),
+                }),
+                None => {
+                    ok = false;
+                    self.file.error(
+                        code::WRONG_TYPE,
+                        format!(
+                            "`{}` must be an array of strings, found {} in it",
+                            self.key_path(key),
+                            describe_value(value)
+                        ),
+                        value.span(),
+                    );
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// A nested table (`[a.b]`, `a.b = …` or an inline table).
+    pub fn table(&mut self, key: &'static str) -> Option<TableReader<'a>> {
+        let item = self.item(key)?;
+        self.nested(key, item)
+    }
+
+    /// A nested table under a key only known at run time (like `[providers.NAME]`).
+    pub fn nested(&self, key: &str, item: &'a Item) -> Option<TableReader<'a>> {
+        match item.as_table_like() {
+            Some(table) => Some(TableReader {
+                file: self.file,
+                table,
+                path: self.key_path(key),
+                seen: Vec::new(),
+                all_known: false,
+            }),
+            None => {
+                self.wrong_type(key, item, "a table");
+                None
+            }
+        }
+    }
+
+    /// Every entry of this table, marking them all known.
+    pub fn entries(&mut self) -> Vec<(&'a str, &'a Item)> {
+        self.all_known = true;
+        self.table.iter().collect()
+    }
+
+    /// Reports every key that no getter asked for.
+    pub fn finish(self) {
+        if self.all_known {
+            return;
+        }
+        let known: Vec<&str> = self.seen.to_vec();
+        for (key, _) in self.table.iter() {
+            if known.contains(&key) {
+                continue;
+            }
+            let diagnostic = Diagnostic::error(
+                code::UNKNOWN_KEY,
+                format!("unknown key `{}`", self.key_path(key)),
+            )
+            .at(&self.file.src, self.key_span(key))
+            .label("unknown key");
+            let diagnostic = match suggest::closest(key, known.iter().copied()) {
+                Some(s) => diagnostic.help(format!("did you mean `{s}`?")),
+                None => diagnostic.note(format!("expected one of {}", list(&known))),
+            };
+            self.file.report(diagnostic);
+        }
+    }
+
+    /// Reports every key except `allowed` as unknown, with a reason, instead of a suggestion.
+    pub fn reject_all_but(&self, allowed: &[&str], reason: &str, code: &'static str) {
+        for (key, _) in self.table.iter() {
+            if !allowed.contains(&key) {
+                self.file.report(
+                    Diagnostic::error(code, format!("`{}` {reason}", self.key_path(key)))
+                        .at(&self.file.src, self.key_span(key)),
+                );
+            }
+        }
+    }
+}
+
+/// `a`, `b` or `c`, sorted, for messages.
+pub fn list(names: &[&str]) -> String {
+    let mut names: Vec<&str> = names.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe(item: &Item) -> &'static str {
+    match item {
+        Item::Value(v) => describe_value(v),
+        Item::Table(_) => "a table",
+        Item::ArrayOfTables(_) => "an array of tables",
+        Item::None => "nothing",
+    }
+}
+
+fn describe_value(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date",
+        Value::Array(_) => "an array",
+        Value::InlineTable(_) => "a table",
+    }
+}
+
+/// Converts a TOML item to JSON (for input schemas and settings). Dates become strings.
+pub fn to_json(item: &Item) -> serde_json::Value {
+    match item {
+        Item::None => serde_json::Value::Null,
+        Item::Value(v) => value_to_json(v),
+        Item::Table(t) => table_to_json(t),
+        Item::ArrayOfTables(a) => {
+            serde_json::Value::Array(a.iter().map(|t| table_to_json(t)).collect())
+        }
+    }
+}
+
+fn table_to_json(table: &dyn TableLike) -> serde_json::Value {
+    serde_json::Value::Object(
+        table
+            .iter()
+            .map(|(k, v)| (k.to_string(), to_json(v)))
+            .collect(),
+    )
+}
+
+fn value_to_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        Value::String(s) => J::String(s.value().clone()),
+        Value::Integer(i) => J::from(*i.value()),
+        Value::Float(f) => serde_json::Number::from_f64(*f.value()).map_or(J::Null, J::Number),
+        Value::Boolean(b) => J::Bool(*b.value()),
+        Value::Datetime(d) => J::String(d.value().to_string()),
+        Value::Array(a) => J::Array(a.iter().map(value_to_json).collect()),
+        Value::InlineTable(t) => table_to_json(t),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn read(text: &str, f: impl FnOnce(&mut TableReader<'_>)) -> Vec<(String, Option<usize>)> {
+        let file = TomlFile::parse(SourceFile::new("a.toml", text)).unwrap();
+        let mut root = file.root();
+        f(&mut root);
+        root.finish();
+        file.into_diagnostics()
+            .into_iter()
+            .map(|d| (d.message, d.line))
+            .collect()
+    }
+
+    #[test]
+    fn reports_every_unknown_key_with_its_line() {
+        let diags = read("nmae = 1\nmodel = \"x\"\n[limits]\nmax_step = 2\n", |t| {
+            t.string("name");
+            t.string("model");
+            if let Some(mut limits) = t.table("limits") {
+                limits.positive_int("max_steps");
+                limits.finish();
+            }
+        });
+        assert_eq!(
+            diags,
+            vec![
+                ("unknown key `limits.max_step`".into(), Some(4)),
+                ("unknown key `nmae`".into(), Some(1)),
+            ]
+        );
+    }
+
+    #[test]
+    fn reports_wrong_types_and_ranges() {
+        let diags = read("a = 1\nb = 0\nc = [1, \"x\"]\n", |t| {
+            t.string("a");
+            t.positive_int("b");
+            t.string_array("c");
+        });
+        assert_eq!(
+            diags,
+            vec![
+                ("`a` must be a string, found an integer".into(), Some(1)),
+                ("`b` must be at least 1, found 0".into(), Some(2)),
+                (
+                    "`c` must be an array of strings, found an integer in it".into(),
+                    Some(3)
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn syntax_errors_carry_a_position() {
+        let err = TomlFile::parse(SourceFile::new("a.toml", "a = 1\nb = \n"))
+            .err()
+            .unwrap();
+        assert_eq!((err.code, err.line), (code::TOML_SYNTAX, Some(2)));
+    }
+
+    #[test]
+    fn converts_tables_to_json() {
+        let file = TomlFile::parse(SourceFile::new(
+            "a.toml",
+            "[s]\ntype = \"object\"\nproperties.x = { type = \"integer\", minimum = 1.5 }\n",
+        ))
+        .unwrap();
+        let json = to_json(file.doc.as_table().get("s").unwrap());
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "object", "properties": {"x": {"type": "integer", "minimum": 1.5}}})
+        );
+    }
+}

@@ -1,0 +1,630 @@
+//! `tools/<slug>.toml`: disabling, overriding and adding tools, resolved against the catalog.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+use super::config::Config;
+use super::diagnostic::{Diagnostic, Diagnostics, code};
+use super::inputs::Loaded;
+use super::source::SourceFile;
+use super::toml_reader::{self, Spanned, TableReader, TomlFile};
+use crate::manifest::{Api, Approval, Executor, Tool, ToolSource};
+use crate::suggest;
+use crate::tools::catalog::{self, Availability, BuiltinTool, SettingKind};
+
+/// Timeout of a custom tool that does not set `timeout_secs`.
+pub const CUSTOM_TOOL_TIMEOUT_SECS: u64 = 60;
+
+const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
+
+/// Whether a name is a valid tool slug: `^[a-z][a-z0-9_]{0,63}$`.
+pub fn is_valid_slug(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// A built-in tool's changed description, approval, timeout or settings.
+#[derive(Debug, Default)]
+struct Override {
+    description: Option<String>,
+    approval: Option<Approval>,
+    timeout_secs: Option<u64>,
+    settings: BTreeMap<String, serde_json::Value>,
+    is_empty: bool,
+    file: String,
+}
+
+/// What one tool file asks for.
+enum Request {
+    Disable,
+    Override(Override),
+    Custom(Tool),
+}
+
+/// Compiles every tool file and combines them with the built-in catalog into the tools
+/// the model will see (subagent tools are added by the caller).
+pub fn compile(
+    files: &[Loaded],
+    config: &Config,
+    has_skills: bool,
+    diags: &mut Diagnostics,
+) -> Vec<Tool> {
+    let mut disabled = BTreeSet::new();
+    let mut overrides = BTreeMap::new();
+    let mut customs = BTreeMap::new();
+    for file in files {
+        let slug = file
+            .path
+            .trim_start_matches("tools/")
+            .trim_end_matches(".toml")
+            .to_string();
+        match compile_file(&slug, file, diags) {
+            Some(Request::Disable) => {
+                disabled.insert(slug);
+            }
+            Some(Request::Override(o)) => {
+                overrides.insert(slug, o);
+            }
+            Some(Request::Custom(tool)) => {
+                customs.insert(slug, tool);
+            }
+            None => {}
+        }
+    }
+
+    let mut tools = Vec::new();
+    for builtin in catalog::BUILTINS {
+        if disabled.contains(builtin.name) {
+            continue;
+        }
+        if let Some(custom) = customs.remove(builtin.name) {
+            tools.push(custom);
+            continue;
+        }
+        let over = overrides.remove(builtin.name);
+        if !config.agent.default_tools && over.is_none() {
+            continue;
+        }
+        let available = match builtin.availability {
+            Availability::Always => true,
+            Availability::WithSkills => has_skills,
+            Availability::AnthropicOnly => config.api == Some(Api::Anthropic),
+        };
+        if !available {
+            if let Some(over) = &over {
+                let why = match builtin.availability {
+                    Availability::WithSkills => "the agent has no skills".to_string(),
+                    _ => format!(
+                        "it is only offered with Anthropic models, and the model is `{}`",
+                        config.agent.model
+                    ),
+                };
+                diags.push(
+                    Diagnostic::warning(
+                        code::TOOL_NOT_AVAILABLE,
+                        format!("`{}` is not offered to the model: {why}", builtin.name),
+                    )
+                    .file(over.file.clone())
+                    .note("this file has no effect"),
+                );
+            }
+            continue;
+        }
+        if let Some(over) = &over {
+            if over.is_empty && config.agent.default_tools {
+                diags.push(
+                    Diagnostic::warning(
+                        code::EMPTY_OVERRIDE,
+                        format!("`{}` changes nothing", over.file),
+                    )
+                    .file(over.file.clone())
+                    .help("set `description`, `approval`, `timeout_secs` or `[settings]`, `disabled = true`, or delete the file"),
+                );
+            }
+        }
+        tools.push(builtin_tool(builtin, over));
+    }
+    tools.extend(customs.into_values());
+    tools
+}
+
+fn builtin_tool(builtin: &BuiltinTool, over: Option<Override>) -> Tool {
+    let source = match &over {
+        Some(o) if !o.is_empty => ToolSource::Override,
+        _ => ToolSource::Builtin,
+    };
+    let over = over.unwrap_or_default();
+    Tool {
+        name: builtin.name.to_string(),
+        description: over
+            .description
+            .unwrap_or_else(|| builtin.description.to_string()),
+        input_schema: builtin.schema(),
+        source,
+        approval: over.approval.unwrap_or(Approval::Never),
+        timeout_secs: over.timeout_secs.unwrap_or(builtin.timeout_secs),
+        read_only: builtin.read_only,
+        executor: Executor::Builtin,
+        settings: over.settings,
+    }
+}
+
+fn compile_file(slug: &str, file: &Loaded, diags: &mut Diagnostics) -> Option<Request> {
+    let src = SourceFile::new(&file.display, &file.text);
+    if !is_valid_slug(slug) {
+        diags.push(
+            Diagnostic::error(code::INVALID_TOOL_SLUG, format!("invalid tool name `{slug}`"))
+                .file(file.display.clone())
+                .note("a tool file is named `<slug>.toml`, where the slug is a lowercase letter followed by up to 63 lowercase letters, digits or `_`")
+                .help(suggest_slug(slug)),
+        );
+        return None;
+    }
+    let toml = match TomlFile::parse(src) {
+        Ok(toml) => toml,
+        Err(diagnostic) => {
+            diags.push(*diagnostic);
+            return None;
+        }
+    };
+    let builtin = catalog::find(slug);
+    let mut root = toml.root();
+    let request = read_tool(slug, builtin, &mut root, &file.display);
+    if request.is_some() {
+        root.finish();
+    }
+    diags.extend(toml.into_diagnostics());
+    request
+}
+
+fn read_tool(
+    slug: &str,
+    builtin: Option<&'static BuiltinTool>,
+    root: &mut TableReader<'_>,
+    display: &str,
+) -> Option<Request> {
+    let toml = root.file();
+    let keys = root.keys();
+    if root.contains("disabled") {
+        let disabled = root.bool("disabled");
+        if disabled.as_ref().is_some_and(|d| d.value) {
+            if builtin.is_none() {
+                unknown_tool(toml, slug, root.key_span("disabled"), "disables");
+                return None;
+            }
+            let others: Vec<&str> = keys.iter().copied().filter(|k| *k != "disabled").collect();
+            if !others.is_empty() {
+                root.reject_all_but(
+                    &["disabled"],
+                    "cannot be set on a disabled tool",
+                    code::DISABLED_WITH_KEYS,
+                );
+                return None;
+            }
+            return Some(Request::Disable);
+        }
+        disabled.as_ref()?;
+    }
+    let is_custom = ["command", "http", "input_schema"]
+        .iter()
+        .any(|k| root.contains(k));
+    if is_custom {
+        return read_custom(slug, root, display).map(Request::Custom);
+    }
+    let Some(builtin) = builtin else {
+        let span = keys.first().and_then(|k| root.key_span(k));
+        unknown_tool(toml, slug, span, "overrides");
+        return None;
+    };
+    let mut over = Override {
+        file: display.to_string(),
+        is_empty: keys.iter().all(|k| *k == "disabled"),
+        ..Override::default()
+    };
+    if let Some(description) = root.string("description") {
+        over.description = non_empty(toml, "description", description);
+    }
+    over.approval = read_approval(root);
+    over.timeout_secs = root.positive_int("timeout_secs").map(|t| t.value);
+    if let Some(settings) = root.table("settings") {
+        over.settings = read_settings(builtin, settings);
+    }
+    Some(Request::Override(over))
+}
+
+fn unknown_tool(toml: &TomlFile, slug: &str, span: Option<Range<usize>>, verb: &str) {
+    let diagnostic = Diagnostic::error(code::UNKNOWN_TOOL, format!("unknown tool `{slug}`"))
+        .at(&toml.src, span)
+        .note(format!(
+            "this file {verb} a built-in tool, but no built-in tool has that name"
+        ));
+    let diagnostic = match suggest::closest(slug, catalog::names()) {
+        Some(s) => diagnostic.help(format!("did you mean `{s}`?")),
+        None => diagnostic.help(
+            "to add a new tool, give it `description`, `[input_schema]` and `command` or `[http]`",
+        ),
+    };
+    toml.report(diagnostic);
+}
+
+fn non_empty(toml: &TomlFile, key: &str, value: Spanned<String>) -> Option<String> {
+    if value.value.trim().is_empty() {
+        toml.error(
+            code::INVALID_VALUE,
+            format!("`{key}` must not be empty"),
+            value.span,
+        );
+        None
+    } else {
+        Some(value.value)
+    }
+}
+
+fn read_approval(root: &mut TableReader<'_>) -> Option<Approval> {
+    let approval = root.string("approval")?;
+    match approval.value.as_str() {
+        "never" => Some(Approval::Never),
+        "always" => Some(Approval::Always),
+        other => {
+            let toml = root.file();
+            toml.report(
+                Diagnostic::error(
+                    code::UNKNOWN_APPROVAL,
+                    format!("unknown approval `{other}`"),
+                )
+                .at(&toml.src, approval.span)
+                .note(
+                    "`approval` is `never` (run without asking) or `always` (ask before each call)",
+                )
+                .suggest(suggest::closest(other, ["never", "always"])),
+            );
+            None
+        }
+    }
+}
+
+fn read_settings(
+    builtin: &BuiltinTool,
+    mut settings: TableReader<'_>,
+) -> BTreeMap<String, serde_json::Value> {
+    let toml = settings.file();
+    let mut out = BTreeMap::new();
+    let known: Vec<&str> = builtin.settings.iter().map(|s| s.name).collect();
+    for (key, item) in settings.entries() {
+        let Some(setting) = builtin.setting(key) else {
+            let diagnostic = Diagnostic::error(
+                code::UNKNOWN_SETTING,
+                format!("`{}` has no setting `{key}`", builtin.name),
+            )
+            .at(&toml.src, settings.key_span(key));
+            let diagnostic = match (
+                suggest::closest(key, known.iter().copied()),
+                known.is_empty(),
+            ) {
+                (Some(s), _) => diagnostic.help(format!("did you mean `{s}`?")),
+                (None, true) => diagnostic.note(format!("`{}` takes no settings", builtin.name)),
+                (None, false) => diagnostic.note(format!(
+                    "`{}` settings: {}",
+                    builtin.name,
+                    toml_reader::list(&known)
+                )),
+            };
+            toml.report(diagnostic);
+            continue;
+        };
+        let json = toml_reader::to_json(item);
+        let ok = match setting.kind {
+            SettingKind::Bool => json.is_boolean(),
+            SettingKind::PositiveInt => json.as_u64().is_some_and(|n| n > 0),
+            SettingKind::StringList => json
+                .as_array()
+                .is_some_and(|a| a.iter().all(serde_json::Value::is_string)),
+        };
+        if ok {
+            out.insert(key.to_string(), json);
+        } else {
+            let expected = match setting.kind {
+                SettingKind::Bool => "true or false",
+                SettingKind::PositiveInt => "a positive integer",
+                SettingKind::StringList => "an array of strings",
+            };
+            toml.error(
+                code::WRONG_TYPE,
+                format!("`settings.{key}` must be {expected}"),
+                item.span().or_else(|| settings.key_span(key)),
+            );
+        }
+    }
+    settings.finish();
+    out
+}
+
+fn read_custom(slug: &str, root: &mut TableReader<'_>, display: &str) -> Option<Tool> {
+    let toml = root.file();
+    let mut ok = true;
+    let description = match root.string("description") {
+        Some(d) => non_empty(toml, "description", d),
+        None => None,
+    };
+    let approval = read_approval(root).unwrap_or(Approval::Never);
+    let timeout_secs = root
+        .positive_int("timeout_secs")
+        .map_or(CUSTOM_TOOL_TIMEOUT_SECS, |t| t.value);
+    let schema = read_schema(root);
+    let command = read_command(root);
+    let http = read_http(root);
+
+    let mut missing = Vec::new();
+    if description.is_none() && !root.contains("description") {
+        missing.push("`description`");
+    }
+    if !root.contains("input_schema") {
+        missing.push("`[input_schema]`");
+    }
+    if !root.contains("command") && !root.contains("http") {
+        missing.push("an executor (`command = [...]` or `[http]`)");
+    }
+    if !missing.is_empty() {
+        toml.report(
+            Diagnostic::error(
+                code::INCOMPLETE_TOOL,
+                format!("tool `{slug}` is missing {}", join_and(&missing)),
+            )
+            .file(display)
+            .note("a new tool needs `description`, `[input_schema]` and `command` or `[http]`"),
+        );
+        ok = false;
+    }
+    if root.contains("command") && root.contains("http") {
+        toml.report(
+            Diagnostic::error(
+                code::TWO_EXECUTORS,
+                format!("tool `{slug}` has both `command` and `[http]`"),
+            )
+            .at(&toml.src, root.key_span("http"))
+            .help("keep one executor: a command to run, or an HTTP request to send"),
+        );
+        ok = false;
+    }
+    if catalog::find(slug).is_none() {
+        if let Some(near) = catalog::names().find(|b| suggest::one_edit_apart(slug, b)) {
+            toml.report(
+                Diagnostic::warning(
+                    code::NEAR_BUILTIN,
+                    format!("new tool `{slug}` is one letter away from the built-in `{near}`"),
+                )
+                .file(display)
+                .note("this file adds a new tool; it does not change the built-in")
+                .help(format!(
+                    "if you meant to change the built-in, rename the file to `tools/{near}.toml`"
+                )),
+            );
+        }
+    }
+    let executor = command.or(http);
+    match (ok, description, schema, executor) {
+        (true, Some(description), Some(input_schema), Some(executor)) => Some(Tool {
+            name: slug.to_string(),
+            description,
+            input_schema,
+            source: ToolSource::Custom,
+            approval,
+            timeout_secs,
+            read_only: false,
+            executor,
+            settings: BTreeMap::new(),
+        }),
+        _ => None,
+    }
+}
+
+fn join_and(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+fn read_schema(root: &mut TableReader<'_>) -> Option<serde_json::Value> {
+    let toml = root.file();
+    let span = root.key_span("input_schema");
+    let item = root.item("input_schema")?;
+    if !item.is_table_like() {
+        toml.error(
+            code::INVALID_SCHEMA,
+            "`input_schema` must be a table holding a JSON Schema",
+            span,
+        );
+        return None;
+    }
+    let schema = toml_reader::to_json(item);
+    if let Err(e) = jsonschema::meta::validate(&schema) {
+        let at = e.instance_path().to_string();
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" at `{at}`")
+        };
+        toml.error(
+            code::INVALID_SCHEMA,
+            format!("`input_schema` is not a valid JSON Schema{at}: {e}"),
+            span,
+        );
+        return None;
+    }
+    if let Err(e) = jsonschema::validator_for(&schema) {
+        toml.error(
+            code::INVALID_SCHEMA,
+            format!("`input_schema` is not a valid JSON Schema: {e}"),
+            span,
+        );
+        return None;
+    }
+    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        toml.report(
+            Diagnostic::error(
+                code::SCHEMA_NOT_OBJECT,
+                "`input_schema` must describe an object (`type = \"object\"`)",
+            )
+            .at(&toml.src, span)
+            .note(
+                "models send tool arguments as a JSON object; put each argument under `properties`",
+            ),
+        );
+        return None;
+    }
+    Some(schema)
+}
+
+fn read_command(root: &mut TableReader<'_>) -> Option<Executor> {
+    let toml = root.file();
+    let span = root.key_span("command");
+    let argv = root.string_array("command")?;
+    if argv.is_empty() || argv[0].value.trim().is_empty() {
+        toml.report(
+            Diagnostic::error(code::EMPTY_COMMAND, "`command` is empty")
+                .at(&toml.src, span)
+                .help("name the program and its arguments, e.g. `command = [\"python3\", \"{{ agent_dir }}/scripts/tool.py\"]`"),
+        );
+        return None;
+    }
+    let mut ok = true;
+    for arg in &argv {
+        ok &= check_template(toml, "command", arg, &["input", "agent_dir"]);
+    }
+    ok.then(|| Executor::Command {
+        argv: argv.into_iter().map(|a| a.value).collect(),
+    })
+}
+
+fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
+    let toml = root.file();
+    let mut http = root.table("http")?;
+    let allowed = ["input", "agent_dir", "env"];
+    let mut ok = true;
+    let url = http.string("url");
+    match &url {
+        Some(url) => ok &= check_template(toml, "http.url", url, &allowed),
+        None => {
+            toml.report(
+                Diagnostic::error(code::MISSING_KEY, "`[http]` is missing `url`")
+                    .at(&toml.src, root.key_span("http")),
+            );
+            ok = false;
+        }
+    }
+    let method = match http.string("method") {
+        None => "GET".to_string(),
+        Some(m) if HTTP_METHODS.contains(&m.value.to_uppercase().as_str()) => {
+            m.value.to_uppercase()
+        }
+        Some(m) => {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    format!("unknown HTTP method `{}`", m.value),
+                )
+                .at(&toml.src, m.span)
+                .note(format!("`method` is one of {}", HTTP_METHODS.join(", "))),
+            );
+            ok = false;
+            String::new()
+        }
+    };
+    let mut headers = BTreeMap::new();
+    if let Some(mut table) = http.table("headers") {
+        for (name, item) in table.entries() {
+            match item.as_str() {
+                Some(value) => {
+                    let value = Spanned {
+                        value: value.to_string(),
+                        span: item.span(),
+                    };
+                    ok &= check_template(toml, "http.headers", &value, &allowed);
+                    headers.insert(name.to_string(), value.value);
+                }
+                None => {
+                    toml.error(
+                        code::WRONG_TYPE,
+                        format!("header `{name}` must be a string"),
+                        item.span(),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        table.finish();
+    }
+    let body = http.string("body");
+    if let Some(body) = &body {
+        ok &= check_template(toml, "http.body", body, &allowed);
+    }
+    http.finish();
+    match (ok, url) {
+        (true, Some(url)) => Some(Executor::Http {
+            method,
+            url: url.value,
+            headers,
+            body: body.map(|b| b.value),
+        }),
+        _ => None,
+    }
+}
+
+/// Checks that a tool template parses and uses only the variables tool templates get.
+fn check_template(toml: &TomlFile, key: &str, value: &Spanned<String>, allowed: &[&str]) -> bool {
+    let env = minijinja::Environment::new();
+    let template = match env.template_from_str(&value.value) {
+        Ok(t) => t,
+        Err(e) => {
+            toml.error(
+                code::TOOL_TEMPLATE,
+                format!(
+                    "`{key}` is not a valid template: {}",
+                    e.detail().unwrap_or("syntax error")
+                ),
+                value.span.clone(),
+            );
+            return false;
+        }
+    };
+    let globals: Vec<&str> = env.globals().map(|(name, _)| name).collect();
+    let mut unknown: Vec<String> = template
+        .undeclared_variables(false)
+        .into_iter()
+        .filter(|v| !allowed.contains(&v.as_str()) && !globals.contains(&v.as_str()))
+        .collect();
+    unknown.sort();
+    for name in &unknown {
+        toml.report(
+            Diagnostic::error(
+                code::TOOL_TEMPLATE,
+                format!("`{key}` uses undefined variable `{name}`"),
+            )
+            .at(&toml.src, value.span.clone())
+            .note(format!(
+                "tool templates can use {}",
+                toml_reader::list(allowed)
+            ))
+            .suggest(suggest::closest(name, allowed.iter().copied())),
+        );
+    }
+    unknown.is_empty()
+}
+
+fn suggest_slug(slug: &str) -> String {
+    let fixed: String = slug
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let fixed = fixed.trim_start_matches(|c: char| !c.is_ascii_lowercase());
+    if is_valid_slug(fixed) {
+        format!("rename the file to `tools/{fixed}.toml`")
+    } else {
+        "rename the file, e.g. `tools/my_tool.toml`".to_string()
+    }
+}

@@ -1,0 +1,8 @@
+//! eve: build and run AI agents declared as a directory of files.
+
+pub mod cli;
+pub mod commands;
+pub mod compiler;
+pub mod manifest;
+pub mod suggest;
+pub mod tools;

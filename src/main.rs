@@ -1,0 +1,16 @@
+//! The `eve` binary: parse arguments, dispatch, turn the outcome into an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = eve::cli::Cli::parse();
+    match eve::commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

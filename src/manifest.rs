@@ -1,0 +1,186 @@
+//! The manifest: a compiled agent directory, everything a run needs (serde types).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the manifest's shape changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A compiled agent: settings with defaults filled in, instructions, tools, skills, subagents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema_version: u32,
+    pub agent: Agent,
+    pub instructions: Instructions,
+    pub tools: Vec<Tool>,
+    pub skills: Vec<Skill>,
+    pub subagents: Vec<Subagent>,
+    /// SHA-256 of every input file (and of eve's version); a run rebuilds when it differs.
+    pub inputs_hash: String,
+}
+
+/// The agent's settings from `agent.toml`, defaults applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    pub name: String,
+    pub description: Option<String>,
+    /// `provider/model-id`, or `scripted:<file>`.
+    pub model: String,
+    pub mode: Mode,
+    pub default_tools: bool,
+    pub limits: Limits,
+    pub compaction: Compaction,
+    pub workspace: Workspace,
+    /// Extra providers from `[providers.NAME]`.
+    pub providers: BTreeMap<String, Provider>,
+}
+
+/// Whether a session ends after a turn or waits for the next message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Task,
+    Conversation,
+}
+
+/// Limits of one turn and of the context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    pub max_steps: u64,
+    pub max_output_tokens: u64,
+    pub context_window: u64,
+    pub max_parallel_tools: u64,
+    pub max_input_tokens_per_session: Option<u64>,
+}
+
+/// When and with which model history is summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compaction {
+    pub threshold_percent: f64,
+    /// The summariser; `None` means the turn's model.
+    pub model: Option<String>,
+}
+
+/// Where file tools and bash act.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    /// As written; relative paths are relative to the invoking directory.
+    pub root: String,
+}
+
+/// A provider declared in `[providers.NAME]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provider {
+    pub api: Api,
+    pub base_url: String,
+    /// The environment variable holding the key (never the key itself).
+    pub api_key_env: Option<String>,
+}
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    Openai,
+    Anthropic,
+}
+
+/// The system prompt's templates, rendered at the start of each session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instructions {
+    /// One part per file, in file-name order; rendered parts are joined by a blank line.
+    pub parts: Vec<InstructionPart>,
+    /// Environment variables the templates may read as `env.NAME`.
+    pub env: Vec<String>,
+}
+
+/// One instructions file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionPart {
+    pub path: String,
+    pub template: String,
+}
+
+/// A tool the model will see.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+    pub source: ToolSource,
+    pub approval: Approval,
+    pub timeout_secs: u64,
+    /// Read-only tools may run in parallel; the others run alone.
+    pub read_only: bool,
+    pub executor: Executor,
+    pub settings: BTreeMap<String, serde_json::Value>,
+}
+
+/// Where a tool comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSource {
+    /// A built-in tool as eve ships it.
+    Builtin,
+    /// A built-in tool with a changed description, approval, timeout or settings.
+    Override,
+    /// A tool defined by the agent (new, or replacing a built-in).
+    Custom,
+}
+
+/// Whether a person must approve each call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    Never,
+    Always,
+}
+
+/// What runs when the model calls a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Executor {
+    /// eve's own implementation of the built-in tool of that name.
+    Builtin,
+    /// A program: argv (minijinja templates), tool input as JSON on stdin.
+    Command { argv: Vec<String> },
+    /// An HTTP request whose parts are minijinja templates over the input.
+    Http {
+        method: String,
+        url: String,
+        headers: BTreeMap<String, String>,
+        body: Option<String>,
+    },
+    /// The subagent of that name, run with the input's `task`.
+    Subagent { name: String },
+}
+
+/// A skill the model can load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// The skill's Markdown file, relative to the agent directory.
+    pub path: String,
+    /// Deferred skills are not listed in the system prompt.
+    pub deferred: bool,
+    pub license: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    /// SHA-256 of the body (the file without its frontmatter).
+    pub body_hash: String,
+    /// Byte offset where the body starts in the file.
+    pub body_offset: usize,
+    /// Other files of a packaged skill, relative to the agent directory.
+    pub resources: Vec<String>,
+}
+
+/// A nested agent, offered to the model as a tool named after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Subagent {
+    pub name: String,
+    pub description: String,
+    /// The subagent's directory, relative to the parent agent directory.
+    pub path: String,
+    pub manifest: Box<Manifest>,
+}

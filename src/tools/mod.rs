@@ -1,0 +1,3 @@
+//! Tools the model can call: the built-in catalog.
+
+pub mod catalog;
