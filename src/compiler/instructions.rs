@@ -202,8 +202,10 @@ fn check_part(
             _ => None,
         };
         if let Some(problem) = problem {
-            let (line, column) = find_variable(&src.text, var, head);
-            diags.push(problem.at_line(src, line, column));
+            let (line, column, width) = find_variable(&src.text, var, head);
+            let mut problem = problem.at_line(src, line, column);
+            problem.width = width;
+            diags.push(problem);
             ok = false;
         }
     }
@@ -227,26 +229,27 @@ fn check_part(
     ok
 }
 
-/// Finds where a variable is used inside `{{ }}` or `{% %}`: 1-based line and column.
-fn find_variable(text: &str, dotted: &str, head: &str) -> (usize, Option<usize>) {
-    let mut pos = 0;
-    while let Some(open) = find_tag(&text[pos..]) {
-        let start = pos + open + 2;
-        let close = text[start..]
-            .find(['}', '%'])
-            .map_or(text.len(), |c| start + c);
-        let inside = &text[start..close];
-        for needle in [dotted, head] {
-            if let Some(at) = find_identifier(inside, needle) {
+/// Finds where a variable is used inside `{{ }}` or `{% %}`: 1-based line, column and width.
+/// The full dotted name is looked for first, then its first part.
+fn find_variable(text: &str, dotted: &str, head: &str) -> (usize, Option<usize>, usize) {
+    for needle in [dotted, head] {
+        let mut pos = 0;
+        while let Some(open) = find_tag(&text[pos..]) {
+            let start = pos + open + 2;
+            let close = text[start..]
+                .find(['}', '%'])
+                .map_or(text.len(), |c| start + c);
+            if let Some(at) = find_identifier(&text[start..close], needle) {
                 let offset = start + at;
                 let line = text[..offset].matches('\n').count() + 1;
                 let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-                return (line, Some(text[line_start..offset].chars().count() + 1));
+                let column = text[line_start..offset].chars().count() + 1;
+                return (line, Some(column), needle.chars().count());
             }
+            pos = close.max(start);
         }
-        pos = close.max(start);
     }
-    (1, None)
+    (1, None, 1)
 }
 
 fn find_tag(text: &str) -> Option<usize> {
@@ -278,9 +281,14 @@ mod tests {
     #[test]
     fn finds_variables_inside_tags_only() {
         let text = "agent here\n{{ agent.nmae }}\n{% if usr %}x{% endif %}";
-        assert_eq!(find_variable(text, "agent.nmae", "agent"), (2, Some(4)));
-        assert_eq!(find_variable(text, "usr", "usr"), (3, Some(7)));
-        assert_eq!(find_variable(text, "missing", "missing"), (1, None));
+        assert_eq!(find_variable(text, "agent.nmae", "agent"), (2, Some(4), 10));
+        assert_eq!(find_variable(text, "usr", "usr"), (3, Some(7), 3));
+        assert_eq!(find_variable(text, "missing", "missing"), (1, None, 1));
+        let earlier = "{{ agent.name }}\n{{ agent.modle }}";
+        assert_eq!(
+            find_variable(earlier, "agent.modle", "agent"),
+            (2, Some(4), 11)
+        );
     }
 
     #[test]

@@ -37,7 +37,8 @@ impl SourceFile {
         let line_text = text[line_start..line_end].trim_end_matches('\r');
         let line = text[..line_start].matches('\n').count() + 1;
         let column = text[line_start..start].chars().count() + 1;
-        let end = floor_char_boundary(text, span.end.clamp(start, line_end));
+        let text_end = line_start + line_text.len();
+        let end = floor_char_boundary(text, span.end.clamp(start, text_end.max(start)));
         let width = text[start..end].chars().count().max(1);
         Position {
             line,

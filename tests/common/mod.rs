@@ -1,0 +1,82 @@
+//! Shared helpers for the end-to-end tests: the real binary on copies of fixture folders.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// The `eve` binary, with colour off and a clean environment for model overrides.
+pub fn eve() -> Command {
+    let mut cmd = Command::cargo_bin("eve").expect("the eve binary is built");
+    cmd.env("NO_COLOR", "1").env_remove("EVE_MODEL");
+    cmd
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A copy of a directory tree in a new temporary folder, under the source's own name
+/// (so the agent's default name is stable).
+pub struct TempCopy {
+    _tmp: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl TempCopy {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+pub fn copy_to_temp(src: &Path) -> TempCopy {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let path = tmp.path().join(src.file_name().unwrap());
+    copy_dir(src, &path);
+    TempCopy { _tmp: tmp, path }
+}
+
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let target = dst.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            if entry.file_name() != ".eve" {
+                copy_dir(&entry.path(), &target);
+            }
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Replaces the build time in the summary line, which differs run to run.
+pub fn mask_time(text: &str) -> String {
+    text.lines()
+        .map(|line| match (line.rfind(" in "), line.rfind(" ms")) {
+            (Some(a), Some(b)) if line.starts_with("built ") && a < b => {
+                format!("{} in [time]{}", &line[..a], &line[b..])
+            }
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `eve ARGS` in `dir`.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    let out = eve().current_dir(dir).args(args).output().unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
