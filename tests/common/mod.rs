@@ -1,5 +1,5 @@
 //! Shared helpers for the end-to-end tests: the real binary on copies of fixture folders.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 
