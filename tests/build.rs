@@ -1,4 +1,5 @@
 //! `eve build` end to end: every fixture folder, snapshots of what a person sees.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
