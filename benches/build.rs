@@ -29,8 +29,24 @@ fn main() {
                 start.elapsed()
             })
             .collect();
-        println!("  {name:<32} {:>8.2} ms", median(times).as_secs_f64() * 1000.0);
+        println!(
+            "  {name:<32} {:>8.2} ms",
+            median(times).as_secs_f64() * 1000.0
+        );
     }
+    let times: Vec<Duration> = (0..15)
+        .map(|_| {
+            let start = Instant::now();
+            let files = eve::compiler::inputs::AgentFiles::load(&big);
+            assert!(!files.hash.is_empty());
+            start.elapsed()
+        })
+        .collect();
+    println!(
+        "  {:<32} {:>8.2} ms",
+        "big agent, reading + hashing only",
+        median(times).as_secs_f64() * 1000.0
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
@@ -48,11 +64,19 @@ fn report(name: &str, dir: &Path, cold: bool) {
                 .status()
                 .map(|s| s.success());
             let elapsed = start.elapsed();
-            assert_eq!(status.ok(), Some(true), "eve build failed on {}", dir.display());
+            assert_eq!(
+                status.ok(),
+                Some(true),
+                "eve build failed on {}",
+                dir.display()
+            );
             elapsed
         })
         .collect();
-    println!("  {name:<32} {:>8.2} ms", median(times).as_secs_f64() * 1000.0);
+    println!(
+        "  {name:<32} {:>8.2} ms",
+        median(times).as_secs_f64() * 1000.0
+    );
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -68,9 +92,18 @@ fn write(path: &Path, text: &str) {
 }
 
 fn generate_small(dir: &Path) {
-    write(&dir.join("agent.toml"), "model = \"anthropic/claude-sonnet-4-5\"\n");
-    write(&dir.join("instructions.md"), "You are {{ agent.name }}. Today is {{ date }}.\n");
-    write(&dir.join("skills/plan.md"), "---\ndescription: Plan the work\n---\nSteps.\n");
+    write(
+        &dir.join("agent.toml"),
+        "model = \"anthropic/claude-sonnet-4-5\"\n",
+    );
+    write(
+        &dir.join("instructions.md"),
+        "You are {{ agent.name }}. Today is {{ date }}.\n",
+    );
+    write(
+        &dir.join("skills/plan.md"),
+        "---\ndescription: Plan the work\n---\nSteps.\n",
+    );
 }
 
 fn generate_big(dir: &Path) {
@@ -102,7 +135,10 @@ fn generate_big(dir: &Path) {
         } else {
             write(
                 &dir.join(format!("skills/skill-{n:03}.md")),
-                &format!("# Procedure {n}\n\n{}", "Do the next thing carefully.\n".repeat(20)),
+                &format!(
+                    "# Procedure {n}\n\n{}",
+                    "Do the next thing carefully.\n".repeat(20)
+                ),
             );
         }
     }
@@ -114,5 +150,8 @@ fn generate_big(dir: &Path) {
             ),
         );
     }
-    write(&dir.join("tools/bash.toml"), "approval = \"always\"\n[settings]\nallow = [\"git status*\"]\n");
+    write(
+        &dir.join("tools/bash.toml"),
+        "approval = \"always\"\n[settings]\nallow = [\"git status*\"]\n",
+    );
 }

@@ -18,7 +18,11 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     let tmp = tempfile::tempdir().unwrap();
     let init = run_in(tmp.path(), &["init", "demo"]);
     assert_eq!(init.code, 0, "{}", init.stderr);
-    assert!(init.stderr.contains("created agent `demo` in demo"), "{}", init.stderr);
+    assert!(
+        init.stderr.contains("created agent `demo` in demo"),
+        "{}",
+        init.stderr
+    );
     assert!(init.stderr.contains("eve build demo"), "{}", init.stderr);
     for file in [
         "agent.toml",
@@ -29,7 +33,10 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     ] {
         assert!(tmp.path().join("demo").join(file).is_file(), "{file}");
     }
-    assert_eq!(fs::read_to_string(tmp.path().join("demo/.gitignore")).unwrap(), ".eve/\n");
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("demo/.gitignore")).unwrap(),
+        ".eve/\n"
+    );
     let agent = fs::read_to_string(tmp.path().join("demo/agent.toml")).unwrap();
     assert!(agent.contains("name = \"demo\""), "{agent}");
 
@@ -64,8 +71,15 @@ fn init_uses_the_model_given_and_refuses_a_bad_one() {
 
     let bad = run_in(tmp.path(), &["init", "b", "--model", "gpt-4o"]);
     assert_eq!(bad.code, 2);
-    assert!(bad.stderr.contains("not of the form `provider/model-id`"), "{}", bad.stderr);
-    assert!(!tmp.path().join("b").exists(), "nothing is written for a bad model");
+    assert!(
+        bad.stderr.contains("not of the form `provider/model-id`"),
+        "{}",
+        bad.stderr
+    );
+    assert!(
+        !tmp.path().join("b").exists(),
+        "nothing is written for a bad model"
+    );
 }
 
 #[test]
@@ -76,7 +90,11 @@ fn init_refuses_a_folder_that_is_not_empty_unless_forced() {
     fs::write(dir.join("notes.txt"), "mine").unwrap();
     let refused = run_in(tmp.path(), &["init", "busy"]);
     assert_eq!(refused.code, 2);
-    assert!(refused.stderr.contains("`busy` is not empty"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("`busy` is not empty"),
+        "{}",
+        refused.stderr
+    );
     assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
     assert!(!dir.join("agent.toml").exists());
 
@@ -94,7 +112,10 @@ fn init_in_the_current_folder_names_the_agent_after_it() {
     let init = run_in(&dir, &["init"]);
     assert_eq!(init.code, 0, "{}", init.stderr);
     assert_eq!(run_in(&dir, &["build"]).code, 0);
-    assert_eq!(eve::compiler::read_manifest(&dir).unwrap().agent.name, "my-bot");
+    assert_eq!(
+        eve::compiler::read_manifest(&dir).unwrap().agent.name,
+        "my-bot"
+    );
 }
 
 #[test]
@@ -103,23 +124,48 @@ fn example_agent_builds_cleanly_and_deterministically() {
     let b = copy_to_temp(&repo().join("example-agent"));
     let first = run_in(a.path(), &["build"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
-    assert_eq!(first.stderr.lines().count(), 1, "no diagnostics: {}", first.stderr);
+    assert_eq!(
+        first.stderr.lines().count(),
+        1,
+        "no diagnostics: {}",
+        first.stderr
+    );
     let bytes = fs::read(a.path().join(".eve/manifest.json")).unwrap();
 
     assert_eq!(run_in(a.path(), &["build"]).code, 0);
-    assert_eq!(fs::read(a.path().join(".eve/manifest.json")).unwrap(), bytes);
+    assert_eq!(
+        fs::read(a.path().join(".eve/manifest.json")).unwrap(),
+        bytes
+    );
 
     // Another copy in another place gives the same bytes: no absolute paths, no times.
     assert_eq!(run_in(b.path(), &["build"]).code, 0);
-    assert_eq!(fs::read(b.path().join(".eve/manifest.json")).unwrap(), bytes);
+    assert_eq!(
+        fs::read(b.path().join(".eve/manifest.json")).unwrap(),
+        bytes
+    );
 
     let manifest = eve::compiler::read_manifest(a.path()).unwrap();
-    let sources: Vec<(&str, eve::manifest::ToolSource)> =
-        manifest.tools.iter().map(|t| (t.name.as_str(), t.source)).collect();
+    let sources: Vec<(&str, eve::manifest::ToolSource)> = manifest
+        .tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.source))
+        .collect();
     assert!(sources.contains(&("bash", eve::manifest::ToolSource::Override)));
-    assert!(!sources.iter().any(|(n, _)| *n == "web_fetch"), "web_fetch is disabled");
-    assert!(manifest.tools.iter().any(|t| matches!(t.executor, eve::manifest::Executor::Command { .. })));
-    assert!(manifest.skills.iter().any(|s| !s.resources.is_empty()), "a packaged skill with a resource");
+    assert!(
+        !sources.iter().any(|(n, _)| *n == "web_fetch"),
+        "web_fetch is disabled"
+    );
+    assert!(
+        manifest
+            .tools
+            .iter()
+            .any(|t| matches!(t.executor, eve::manifest::Executor::Command { .. }))
+    );
+    assert!(
+        manifest.skills.iter().any(|s| !s.resources.is_empty()),
+        "a packaged skill with a resource"
+    );
     assert!(!manifest.subagents.is_empty());
 }
 
@@ -151,7 +197,12 @@ fn paths_in_diagnostics_are_shown_from_where_eve_runs() {
     let parent = tmp.path().parent().unwrap();
     let out = run_in(parent, &["build", "unknown-tool"]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("--> unknown-tool/tools/raed_file.toml:1:1"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--> unknown-tool/tools/raed_file.toml:1:1"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -161,7 +212,10 @@ fn a_failed_build_leaves_the_last_manifest_untouched() {
     let good = fs::read(tmp.path().join(".eve/manifest.json")).unwrap();
     fs::write(tmp.path().join("agent.toml"), "model = \n").unwrap();
     assert_eq!(run_in(tmp.path(), &["build"]).code, 1);
-    assert_eq!(fs::read(tmp.path().join(".eve/manifest.json")).unwrap(), good);
+    assert_eq!(
+        fs::read(tmp.path().join(".eve/manifest.json")).unwrap(),
+        good
+    );
 }
 
 #[test]
@@ -171,7 +225,11 @@ fn usage_errors_exit_2() {
     assert_eq!(run_in(tmp.path(), &["frobnicate"]).code, 2);
     let missing = run_in(tmp.path(), &["build", "no-such-agent"]);
     assert_eq!(missing.code, 2);
-    assert!(missing.stderr.contains("`no-such-agent` is not a folder"), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("`no-such-agent` is not a folder"),
+        "{}",
+        missing.stderr
+    );
 }
 
 fn minimal_copy() -> common::TempCopy {
@@ -182,15 +240,24 @@ fn minimal_copy() -> common::TempCopy {
 fn a_skill_that_is_not_utf8_is_reported_with_its_line() {
     let tmp = minimal_copy();
     fs::create_dir_all(tmp.path().join("skills")).unwrap();
-    fs::write(tmp.path().join("skills/latin1.md"), b"# Caf\n\xe9 au lait\n").unwrap();
+    fs::write(
+        tmp.path().join("skills/latin1.md"),
+        b"# Caf\n\xe9 au lait\n",
+    )
+    .unwrap();
     let out = run_in(tmp.path(), &["build"]);
     assert_eq!(out.code, 1);
     assert!(
-        out.stderr.contains("error[E0001]: file is not valid UTF-8 (line 2, byte 6)"),
+        out.stderr
+            .contains("error[E0001]: file is not valid UTF-8 (line 2, byte 6)"),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("--> skills/latin1.md"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--> skills/latin1.md"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -202,7 +269,8 @@ fn a_huge_skill_is_refused_without_being_read() {
     let out = run_in(tmp.path(), &["build"]);
     assert_eq!(out.code, 1);
     assert!(
-        out.stderr.contains("file is too large (20971520 bytes; the limit is 1048576 bytes)"),
+        out.stderr
+            .contains("file is too large (20971520 bytes; the limit is 1048576 bytes)"),
         "{}",
         out.stderr
     );
@@ -215,7 +283,11 @@ fn symlink_loops_and_broken_links_are_reported_not_followed_forever() {
     let tmp = minimal_copy();
     let skills = tmp.path().join("skills");
     fs::create_dir_all(skills.join("pkg")).unwrap();
-    fs::write(skills.join("pkg/SKILL.md"), "---\ndescription: d\n---\nbody\n").unwrap();
+    fs::write(
+        skills.join("pkg/SKILL.md"),
+        "---\ndescription: d\n---\nbody\n",
+    )
+    .unwrap();
     symlink("..", skills.join("pkg/up")).unwrap();
     symlink("self", skills.join("self")).unwrap();
     fs::create_dir_all(tmp.path().join("tools")).unwrap();
@@ -224,9 +296,18 @@ fn symlink_loops_and_broken_links_are_reported_not_followed_forever() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("--> skills/pkg/up"), "{}", out.stderr);
     assert!(out.stderr.contains("--> skills/self"), "{}", out.stderr);
-    assert_eq!(out.stderr.matches("symbolic link loop").count(), 2, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("symbolic link loop").count(),
+        2,
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("--> tools/gone.toml"), "{}", out.stderr);
-    assert!(out.stderr.contains("broken symbolic link"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("broken symbolic link"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[cfg(unix)]
@@ -242,7 +323,12 @@ fn an_unreadable_file_is_an_error_not_a_panic() {
         assert_eq!(out.code, 0, "{}", out.stderr);
     } else {
         assert_eq!(out.code, 1);
-        assert!(out.stderr.contains("error[E0001]: cannot read: Permission denied"), "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("error[E0001]: cannot read: Permission denied"),
+            "{}",
+            out.stderr
+        );
         assert!(out.stderr.contains("--> instructions.md"), "{}", out.stderr);
     }
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);

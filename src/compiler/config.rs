@@ -449,3 +449,70 @@ fn is_env_name(name: &str) -> bool {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compile_text(text: &str) -> (Config, Vec<String>) {
+        let file = Loaded {
+            path: "agent.toml".into(),
+            display: "agent.toml".into(),
+            text: text.into(),
+        };
+        let mut diags = Diagnostics::default();
+        let config = compile(
+            Some(&file),
+            "agent.toml",
+            "dir",
+            None,
+            Path::new("."),
+            &mut diags,
+        );
+        (config, diags.into_iter().map(|d| d.message).collect())
+    }
+
+    use std::path::Path;
+
+    #[test]
+    fn fills_in_defaults() {
+        let (config, diags) = compile_text("model = \"openai/gpt-4o\"\n");
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(config.agent.name, "dir");
+        assert_eq!(config.agent.limits.max_steps, 50);
+        assert_eq!(config.agent.compaction.threshold_percent, 0.9);
+        assert_eq!(config.api, Some(Api::Openai));
+    }
+
+    #[test]
+    fn resolves_declared_providers() {
+        let (config, diags) = compile_text(
+            "model = \"vllm/qwen\"\n[providers.vllm]\napi = \"anthropic\"\nbase_url = \"http://h:8000/v1/\"\n",
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(config.api, Some(Api::Anthropic));
+        assert_eq!(config.agent.providers["vllm"].base_url, "http://h:8000/v1");
+        assert_eq!(
+            api_of("vllm/x", &config.agent.providers),
+            Some(Api::Anthropic)
+        );
+        assert_eq!(api_of("nope/x", &config.agent.providers), None);
+    }
+
+    #[test]
+    fn never_echoes_an_api_key() {
+        let (_, diags) = compile_text(
+            "model = \"openai/x\"\n[providers.p]\nbase_url = \"http://h\"\napi_key = \"sk-secret\"\n",
+        );
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert!(!diags[0].contains("sk-secret"));
+    }
+
+    #[test]
+    fn env_names() {
+        assert!(is_env_name("OLLAMA_API_KEY"));
+        assert!(is_env_name("_x1"));
+        assert!(!is_env_name("1X"));
+        assert!(!is_env_name("A-B"));
+    }
+}

@@ -476,3 +476,73 @@ pub fn hex(bytes: &[u8]) -> String {
 pub fn sha256(text: &str) -> String {
     format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(dir: &Path) {
+        fs::write(dir.join("agent.toml"), "model = \"openai/gpt-4o\"\n").unwrap();
+        fs::write(dir.join("instructions.md"), "Hi\n").unwrap();
+    }
+
+    #[test]
+    fn the_hash_follows_contents_and_names_but_not_location() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        agent(a.path());
+        agent(b.path());
+        let first = AgentFiles::load(a.path()).hash;
+        assert_eq!(first, AgentFiles::load(b.path()).hash);
+        fs::write(a.path().join("instructions.md"), "Hi!\n").unwrap();
+        let edited = AgentFiles::load(a.path()).hash;
+        assert_ne!(first, edited);
+        fs::create_dir(a.path().join("skills")).unwrap();
+        fs::write(a.path().join("skills/x.txt"), "").unwrap();
+        assert_ne!(
+            edited,
+            AgentFiles::load(a.path()).hash,
+            "ignored files count too"
+        );
+    }
+
+    #[test]
+    fn lists_parts_in_file_name_order_and_skips_hidden_files() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("instructions")).unwrap();
+        for name in ["b.md", "a.md", ".swp.md", "c.txt"] {
+            fs::write(dir.path().join("instructions").join(name), name).unwrap();
+        }
+        let files = AgentFiles::load(dir.path());
+        let InstructionFiles::Dir(parts) = files.instructions else {
+            panic!("expected a folder of parts");
+        };
+        let names: Vec<&str> = parts.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(names, ["instructions/a.md", "instructions/b.md"]);
+    }
+
+    #[test]
+    fn refuses_large_and_non_utf8_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big");
+        fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_FILE_BYTES + 1)
+            .unwrap();
+        assert!(
+            read_text(&big)
+                .unwrap_err()
+                .starts_with("file is too large")
+        );
+        let bad = dir.path().join("bad");
+        fs::write(&bad, b"ok\n\xff").unwrap();
+        assert_eq!(
+            read_text(&bad).unwrap_err(),
+            "file is not valid UTF-8 (line 2, byte 3)"
+        );
+        assert_eq!(
+            read_text(dir.path()).unwrap_err(),
+            "expected a file, found a folder"
+        );
+    }
+}

@@ -171,8 +171,8 @@ fn compile_file(slug: &str, file: &Loaded, diags: &mut Diagnostics) -> Option<Re
     };
     let builtin = catalog::find(slug);
     let mut root = toml.root();
-    let request = read_tool(slug, builtin, &mut root, &file.display);
-    if request.is_some() {
+    let (request, check_keys) = read_tool(slug, builtin, &mut root, &file.display);
+    if check_keys {
         root.finish();
     }
     diags.extend(toml.into_diagnostics());
@@ -184,7 +184,7 @@ fn read_tool(
     builtin: Option<&'static BuiltinTool>,
     root: &mut TableReader<'_>,
     display: &str,
-) -> Option<Request> {
+) -> (Option<Request>, bool) {
     let toml = root.file();
     let keys = root.keys();
     if root.contains("disabled") {
@@ -192,7 +192,7 @@ fn read_tool(
         if disabled.as_ref().is_some_and(|d| d.value) {
             if builtin.is_none() {
                 unknown_tool(toml, slug, root.key_span("disabled"), "disables");
-                return None;
+                return (None, false);
             }
             let others: Vec<&str> = keys.iter().copied().filter(|k| *k != "disabled").collect();
             if !others.is_empty() {
@@ -201,22 +201,24 @@ fn read_tool(
                     "cannot be set on a disabled tool",
                     code::DISABLED_WITH_KEYS,
                 );
-                return None;
+                return (None, false);
             }
-            return Some(Request::Disable);
+            return (Some(Request::Disable), true);
         }
-        disabled.as_ref()?;
+        if disabled.is_none() {
+            return (None, true);
+        }
     }
     let is_custom = ["command", "http", "input_schema"]
         .iter()
         .any(|k| root.contains(k));
     if is_custom {
-        return read_custom(slug, root, display).map(Request::Custom);
+        return (read_custom(slug, root, display).map(Request::Custom), true);
     }
     let Some(builtin) = builtin else {
         let span = keys.first().and_then(|k| root.key_span(k));
         unknown_tool(toml, slug, span, "overrides");
-        return None;
+        return (None, false);
     };
     let mut over = Override {
         file: display.to_string(),
@@ -231,7 +233,7 @@ fn read_tool(
     if let Some(settings) = root.table("settings") {
         over.settings = read_settings(builtin, settings);
     }
-    Some(Request::Override(over))
+    (Some(Request::Override(over)), true)
 }
 
 fn unknown_tool(toml: &TomlFile, slug: &str, span: Option<Range<usize>>, verb: &str) {
@@ -626,5 +628,32 @@ fn suggest_slug(slug: &str) -> String {
         format!("rename the file to `tools/{fixed}.toml`")
     } else {
         "rename the file, e.g. `tools/my_tool.toml`".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_and_fixes_slugs() {
+        assert!(is_valid_slug("get_weather2"));
+        for bad in ["Get", "2x", "get-weather", "", &"a".repeat(65)] {
+            assert!(!is_valid_slug(bad), "{bad}");
+        }
+        assert_eq!(
+            suggest_slug("Get-Weather"),
+            "rename the file to `tools/get_weather.toml`"
+        );
+        assert_eq!(
+            suggest_slug("---"),
+            "rename the file, e.g. `tools/my_tool.toml`"
+        );
+    }
+
+    #[test]
+    fn lists_missing_parts_in_prose() {
+        assert_eq!(join_and(&["a"]), "a");
+        assert_eq!(join_and(&["a", "b", "c"]), "a, b and c");
     }
 }
