@@ -333,3 +333,13 @@ fn an_unreadable_file_is_an_error_not_a_panic() {
     }
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
+
+#[test]
+fn unreadable_instructions_are_one_error_not_two() {
+    let tmp = minimal_copy();
+    fs::write(tmp.path().join("instructions.md"), b"caf\xe9\n").unwrap();
+    let out = run_in(tmp.path(), &["build"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stderr.matches("error[").count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("--> instructions.md"), "{}", out.stderr);
+}

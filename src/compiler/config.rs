@@ -141,8 +141,10 @@ fn read_agent(
         agent.default_tools = default_tools.value;
     }
 
+    let mut declared: Vec<String> = Vec::new();
     if let Some(mut providers) = root.table("providers") {
         for (name, item) in providers.entries() {
+            declared.push(name.to_string());
             if let Some(mut table) = providers.nested(name, item) {
                 if let Some(provider) = read_provider(name, &mut table, &providers) {
                     agent.providers.insert(name.to_string(), provider);
@@ -156,7 +158,9 @@ fn read_agent(
     let model = root.string("model");
     match model {
         Some(model) => {
-            if let Some((text, api)) = check_model(toml, &model, &agent.providers, agent_dir) {
+            if let Some((text, api)) =
+                check_model(toml, &model, &agent.providers, &declared, agent_dir)
+            {
                 agent.model = text;
                 config.api = api;
             }
@@ -220,7 +224,9 @@ fn read_agent(
             }
         }
         if let Some(model) = compaction.string("model") {
-            if let Some((text, _)) = check_model(toml, &model, &agent.providers, agent_dir) {
+            if let Some((text, _)) =
+                check_model(toml, &model, &agent.providers, &declared, agent_dir)
+            {
                 agent.compaction.model = Some(text);
             }
         }
@@ -365,6 +371,7 @@ fn check_model(
     toml: &TomlFile,
     model: &Spanned<String>,
     providers: &BTreeMap<String, Provider>,
+    declared: &[String],
     agent_dir: &std::path::Path,
 ) -> Option<(String, Option<Api>)> {
     let parsed = match ModelRef::parse(&model.value) {
@@ -397,6 +404,8 @@ fn check_model(
     let provider = parsed.provider();
     match known_api(provider, providers) {
         Some(api) => Some((parsed.to_text(), Some(api))),
+        // Declared, but its table has errors of its own: those are reported already.
+        None if declared.iter().any(|d| d == provider) => None,
         None => {
             let mut known: Vec<&str> = BUILTIN_PROVIDERS.to_vec();
             known.push("scripted");

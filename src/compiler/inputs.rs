@@ -29,6 +29,8 @@ pub struct Loaded {
 pub enum InstructionFiles {
     Missing,
     Both,
+    /// `instructions.md` exists but could not be read (already reported).
+    Unreadable,
     File(Loaded),
     /// The `*.md` files of `instructions/`, in file-name order.
     Dir(Vec<Loaded>),
@@ -240,7 +242,7 @@ impl Loader {
             (true, true) => InstructionFiles::Both,
             (true, false) => match self.read("instructions.md") {
                 Some(loaded) => InstructionFiles::File(loaded),
-                None => InstructionFiles::Dir(Vec::new()),
+                None => InstructionFiles::Unreadable,
             },
             (false, true) => {
                 let mut parts = Vec::new();

@@ -109,6 +109,7 @@ pub fn compile(
             );
             Vec::new()
         }
+        InstructionFiles::Unreadable => Vec::new(),
         InstructionFiles::File(file) => vec![file],
         InstructionFiles::Dir(parts) => {
             if parts.is_empty() {

@@ -84,7 +84,10 @@ pub fn compile(
             continue;
         }
         let over = overrides.remove(builtin.name);
-        if !config.agent.default_tools && over.is_none() {
+        // Without default tools, a built-in comes back through its tool file; `load_skill`
+        // also comes with the skills themselves, which are useless without it.
+        let implied = builtin.availability == Availability::WithSkills;
+        if !config.agent.default_tools && over.is_none() && !implied {
             continue;
         }
         let available = match builtin.availability {
