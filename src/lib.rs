@@ -4,5 +4,6 @@ pub mod cli;
 pub mod commands;
 pub mod compiler;
 pub mod manifest;
+pub mod providers;
 pub mod suggest;
 pub mod tools;

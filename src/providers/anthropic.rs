@@ -1,0 +1,668 @@
+//! Decoding of the Anthropic Messages API stream into provider-neutral events.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::event::{DecodeError, FinishReason, StreamEvent, Usage};
+
+/// Turns the SSE events of one streamed Messages API call into [`StreamEvent`]s.
+#[derive(Debug, Default)]
+pub struct AnthropicDecoder {
+    counts: WireUsage,
+    /// Anthropic's block index (which counts text and thinking blocks too) → dense tool-call index.
+    tool_blocks: HashMap<u64, usize>,
+    stopped: bool,
+}
+
+impl AnthropicDecoder {
+    /// A decoder for a new stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes one SSE event: `event` is its `event:` name, `data` its `data:` payload.
+    pub fn on_event(&mut self, event: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError> {
+        let mut out = Vec::new();
+        match event {
+            "message_start" => {
+                let start: MessageStart = parse(event, data)?;
+                self.counts.merge(start.message.usage);
+            }
+            "content_block_start" => {
+                let start: BlockStart = parse(event, data)?;
+                match start.content_block {
+                    Block::Text { text } => push_text(&mut out, StreamEvent::TextDelta, text),
+                    Block::Thinking { thinking } => {
+                        push_text(&mut out, StreamEvent::ReasoningDelta, thinking)
+                    }
+                    Block::ToolUse { id, name } => {
+                        if !self.tool_blocks.contains_key(&start.index) {
+                            let index = self.tool_blocks.len();
+                            self.tool_blocks.insert(start.index, index);
+                            out.push(StreamEvent::ToolCallStart { index, id, name });
+                        }
+                    }
+                    // Redacted thinking and server-side tools (web search) are the API's business.
+                    Block::Other => {}
+                }
+            }
+            "content_block_delta" => {
+                let delta: BlockDelta = parse(event, data)?;
+                match delta.delta {
+                    Delta::Text { text } => push_text(&mut out, StreamEvent::TextDelta, text),
+                    Delta::Thinking { thinking } => {
+                        push_text(&mut out, StreamEvent::ReasoningDelta, thinking)
+                    }
+                    Delta::InputJson { partial_json } => {
+                        // Server tool blocks stream their input too; only client tool calls count.
+                        match self.tool_blocks.get(&delta.index) {
+                            Some(&index) if !partial_json.is_empty() => {
+                                out.push(StreamEvent::ToolCallArgsDelta {
+                                    index,
+                                    delta: partial_json,
+                                });
+                            }
+                            _ => {}
+                        }
+                    }
+                    Delta::Other => {}
+                }
+            }
+            "content_block_stop" => {
+                let stop: BlockStop = parse(event, data)?;
+                if let Some(&index) = self.tool_blocks.get(&stop.index) {
+                    out.push(StreamEvent::ToolCallEnd { index });
+                }
+            }
+            "message_delta" => {
+                let delta: MessageDelta = parse(event, data)?;
+                // The counts in `message_delta` are cumulative, so they replace `message_start`'s.
+                self.counts.merge(delta.usage);
+                out.push(StreamEvent::Usage(self.counts.usage()));
+                if let Some(reason) = delta.delta.stop_reason {
+                    out.push(StreamEvent::Finish(finish_reason(reason)));
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let error: ErrorEvent = parse(event, data)?;
+                return Err(DecodeError::Provider {
+                    kind: error.error.kind,
+                    message: error.error.message,
+                });
+            }
+            // `ping`, and event names newer than eve.
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    /// Checks that the stream ended with `message_stop`.
+    pub fn finish(self) -> Result<(), DecodeError> {
+        if self.stopped {
+            Ok(())
+        } else {
+            Err(DecodeError::Truncated {
+                expected: "message_stop",
+            })
+        }
+    }
+}
+
+fn parse<T: DeserializeOwned>(event: &str, data: &str) -> Result<T, DecodeError> {
+    serde_json::from_str(data).map_err(|source| DecodeError::InvalidJson {
+        event: event.to_string(),
+        source,
+    })
+}
+
+fn push_text(out: &mut Vec<StreamEvent>, make: fn(String) -> StreamEvent, text: String) {
+    if !text.is_empty() {
+        out.push(make(text));
+    }
+}
+
+fn finish_reason(reason: String) -> FinishReason {
+    match reason.as_str() {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolUse,
+        "max_tokens" => FinishReason::MaxTokens,
+        _ => FinishReason::Other(reason),
+    }
+}
+
+/// Anthropic's token counts: `input_tokens` excludes the cached parts, unlike [`Usage`].
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn merge(&mut self, newer: WireUsage) {
+        self.input_tokens = newer.input_tokens.or(self.input_tokens);
+        self.output_tokens = newer.output_tokens.or(self.output_tokens);
+        self.cache_read_input_tokens = newer
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+        self.cache_creation_input_tokens = newer
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+    }
+
+    fn usage(&self) -> Usage {
+        let cache_read_tokens = self.cache_read_input_tokens.unwrap_or(0);
+        let cache_write_tokens = self.cache_creation_input_tokens.unwrap_or(0);
+        Usage {
+            input_tokens: self
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(cache_read_tokens)
+                .saturating_add(cache_write_tokens),
+            output_tokens: self.output_tokens.unwrap_or(0),
+            cache_read_tokens,
+            cache_write_tokens,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    message: StartedMessage,
+}
+
+#[derive(Deserialize)]
+struct StartedMessage {
+    #[serde(default)]
+    usage: WireUsage,
+}
+
+#[derive(Deserialize)]
+struct BlockStart {
+    index: u64,
+    content_block: Block,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct BlockDelta {
+    index: u64,
+    delta: Delta,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum Delta {
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: String },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: String },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct BlockStop {
+    index: u64,
+}
+
+#[derive(Deserialize)]
+struct MessageDelta {
+    delta: MessageDeltaBody,
+    #[serde(default)]
+    usage: WireUsage,
+}
+
+#[derive(Deserialize)]
+struct MessageDeltaBody {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorEvent {
+    error: ErrorBody,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::event::tool_arguments;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    /// Splits an SSE body into (event, data) pairs; enough for these well-formed fixtures.
+    fn sse(body: &str) -> Vec<(String, String)> {
+        body.split("\n\n")
+            .filter(|block| !block.trim().is_empty())
+            .map(|block| {
+                let mut event = String::new();
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(name) = line.strip_prefix("event: ") {
+                        event = name.to_string();
+                    } else if let Some(payload) = line.strip_prefix("data: ") {
+                        data = payload.to_string();
+                    }
+                }
+                (event, data)
+            })
+            .collect()
+    }
+
+    /// Decodes a whole body; the error, if any, is the first one met.
+    fn decode(body: &str) -> (Vec<StreamEvent>, Result<(), DecodeError>) {
+        let mut decoder = AnthropicDecoder::new();
+        let mut events = Vec::new();
+        for (event, data) in sse(body) {
+            match decoder.on_event(&event, &data) {
+                Ok(more) => events.extend(more),
+                Err(e) => return (events, Err(e)),
+            }
+        }
+        (events, decoder.finish())
+    }
+
+    fn text(s: &str) -> StreamEvent {
+        StreamEvent::TextDelta(s.to_string())
+    }
+
+    fn args(index: usize, s: &str) -> StreamEvent {
+        StreamEvent::ToolCallArgsDelta {
+            index,
+            delta: s.to_string(),
+        }
+    }
+
+    const TEXT_THEN_TOOL: &str = r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","stop_sequence":null,"usage":{"input_tokens":472,"cache_creation_input_tokens":1200,"cache_read_input_tokens":8000,"output_tokens":2},"content":[],"stop_reason":null}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Okay"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":", let's check the weather for San Francisco, CA:"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01T1x1fJ34qAmk2tNTrN7Up6","name":"get_weather","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\":"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" \"San"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" Francisc"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"o,"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" CA\""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":", "}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"unit\": \"fah"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"renheit\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+
+    #[test]
+    fn text_then_a_tool_call_with_fragmented_input() {
+        let (events, end) = decode(TEXT_THEN_TOOL);
+        end.unwrap();
+        assert_eq!(
+            events,
+            vec![
+                text("Okay"),
+                text(", let's check the weather for San Francisco, CA:"),
+                StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".to_string(),
+                    name: "get_weather".to_string(),
+                },
+                args(0, "{\"location\":"),
+                args(0, " \"San"),
+                args(0, " Francisc"),
+                args(0, "o,"),
+                args(0, " CA\""),
+                args(0, ", "),
+                args(0, "\"unit\": \"fah"),
+                args(0, "renheit\"}"),
+                StreamEvent::ToolCallEnd { index: 0 },
+                StreamEvent::Usage(Usage {
+                    input_tokens: 472 + 1200 + 8000,
+                    output_tokens: 89,
+                    cache_read_tokens: 8000,
+                    cache_write_tokens: 1200,
+                }),
+                StreamEvent::Finish(FinishReason::ToolUse),
+            ]
+        );
+        assert_eq!(
+            tool_arguments(&events),
+            [(
+                0,
+                json!({"location": "San Francisco, CA", "unit": "fahrenheit"})
+            )]
+            .into()
+        );
+    }
+
+    #[test]
+    fn thinking_then_text_then_two_tool_calls() {
+        let body = r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-opus-4-1","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":120,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"I need to read both files"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" before answering."}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Reading both."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: content_block_start
+data: {"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_A","name":"read_file","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"Cargo"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":".toml\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":3}
+
+event: content_block_start
+data: {"type":"content_block_start","index":4,"content_block":{"type":"tool_use","id":"toolu_B","name":"read_file","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"src/"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"lib.rs\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":4}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":210}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+        let (events, end) = decode(body);
+        end.unwrap();
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::ReasoningDelta("I need to read both files".to_string()),
+                StreamEvent::ReasoningDelta(" before answering.".to_string()),
+                text("Reading both."),
+                StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: "toolu_A".to_string(),
+                    name: "read_file".to_string(),
+                },
+                args(0, "{\"path\": \"Cargo"),
+                args(0, ".toml\"}"),
+                StreamEvent::ToolCallEnd { index: 0 },
+                StreamEvent::ToolCallStart {
+                    index: 1,
+                    id: "toolu_B".to_string(),
+                    name: "read_file".to_string(),
+                },
+                args(1, "{\"path\": \"src/"),
+                args(1, "lib.rs\"}"),
+                StreamEvent::ToolCallEnd { index: 1 },
+                StreamEvent::Usage(Usage {
+                    input_tokens: 120,
+                    output_tokens: 210,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                }),
+                StreamEvent::Finish(FinishReason::ToolUse),
+            ]
+        );
+        assert_eq!(
+            tool_arguments(&events),
+            [
+                (0, json!({"path": "Cargo.toml"})),
+                (1, json!({"path": "src/lib.rs"}))
+            ]
+            .into()
+        );
+    }
+
+    #[test]
+    fn server_side_web_search_blocks_are_skipped() {
+        let body = r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_02","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":2679,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"I'll check."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_014hJH82Qum7Td6UV8gDXThB","name":"web_search","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"weather NYC today\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_014hJH82Qum7Td6UV8gDXThB","content":[{"type":"web_search_result","title":"Weather","url":"https://example.com","encrypted_content":"Ev0DCioIAxgC","page_age":null}]}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: content_block_start
+data: {"type":"content_block_start","index":3,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"citations_delta","citation":{"type":"web_search_result_location","url":"https://example.com","title":"Weather","encrypted_index":"Eo8BCioIAhgB","cited_text":"Sunny"}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"It is sunny."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":3}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":10682,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":510,"server_tool_use":{"web_search_requests":1}}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+        let (events, end) = decode(body);
+        end.unwrap();
+        assert_eq!(
+            events,
+            vec![
+                text("I'll check."),
+                text("It is sunny."),
+                StreamEvent::Usage(Usage {
+                    input_tokens: 10682,
+                    output_tokens: 510,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                }),
+                StreamEvent::Finish(FinishReason::Stop),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_error_event_mid_stream_is_a_retryable_provider_error() {
+        let body = r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_03","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}
+
+event: error
+data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+"#;
+        let (events, end) = decode(body);
+        assert_eq!(events, vec![text("Hel")]);
+        let error = end.unwrap_err();
+        assert!(error.is_retryable());
+        assert_eq!(
+            error.to_string(),
+            "provider error (overloaded_error): Overloaded"
+        );
+    }
+
+    #[test]
+    fn a_stream_without_message_stop_is_truncated() {
+        let cut = TEXT_THEN_TOOL.split("event: message_delta").next().unwrap();
+        let (events, end) = decode(cut);
+        assert_eq!(events.last(), Some(&StreamEvent::ToolCallEnd { index: 0 }));
+        assert_eq!(
+            end.unwrap_err().to_string(),
+            "the provider's stream ended before `message_stop`"
+        );
+    }
+
+    #[test]
+    fn max_tokens_and_unknown_stop_reasons() {
+        let reasons: Vec<FinishReason> = ["max_tokens", "stop_sequence", "refusal"]
+            .into_iter()
+            .map(|reason| {
+                let data = json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 5}});
+                let events = AnthropicDecoder::new()
+                    .on_event("message_delta", &data.to_string())
+                    .unwrap();
+                match events.last() {
+                    Some(StreamEvent::Finish(reason)) => reason.clone(),
+                    other => panic!("no finish: {other:?}"),
+                }
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![
+                FinishReason::MaxTokens,
+                FinishReason::Stop,
+                FinishReason::Other("refusal".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_payloads_are_errors_and_unknown_events_are_ignored() {
+        let mut decoder = AnthropicDecoder::new();
+        assert_eq!(decoder.on_event("ping", "").unwrap(), vec![]);
+        assert_eq!(
+            decoder.on_event("future_event", "{not json").unwrap(),
+            vec![]
+        );
+        let error = decoder
+            .on_event("content_block_delta", "{\"index\":")
+            .unwrap_err();
+        assert!(
+            matches!(error, DecodeError::InvalidJson { ref event, .. } if event == "content_block_delta")
+        );
+        assert!(!error.is_retryable());
+        assert!(
+            decoder
+                .on_event(
+                    "content_block_start",
+                    r#"{"index":-1,"content_block":{"type":"text"}}"#
+                )
+                .is_err()
+        );
+        assert!(decoder.on_event("error", r#"{"type":"error"}"#).is_err());
+    }
+}

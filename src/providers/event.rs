@@ -1,0 +1,190 @@
+//! Provider-neutral stream events and the errors of decoding a provider's stream.
+
+use serde::Serialize;
+
+/// One piece of a model's streamed reply, the same for every provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// A piece of the assistant's visible text.
+    TextDelta(String),
+    /// A piece of the model's reasoning (thinking) text.
+    ReasoningDelta(String),
+    /// A tool call begins; `index` is its dense 0-based position within the step.
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// A piece of a tool call's JSON arguments; the pieces concatenate to one JSON value.
+    ToolCallArgsDelta { index: usize, delta: String },
+    /// A tool call's arguments are complete.
+    ToolCallEnd { index: usize },
+    /// Token counts for the whole call; a later `Usage` supersedes an earlier one.
+    Usage(Usage),
+    /// Why the model stopped.
+    Finish(FinishReason),
+}
+
+/// Token counts of one model call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Usage {
+    /// Every prompt token, cached or not: the size of the context that was sent.
+    pub input_tokens: u64,
+    /// Tokens generated, reasoning included.
+    pub output_tokens: u64,
+    /// The part of `input_tokens` read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// The part of `input_tokens` written to the prompt cache.
+    pub cache_write_tokens: u64,
+}
+
+/// Why the model stopped generating.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model finished its answer (or hit a stop sequence).
+    Stop,
+    /// The model wants its tool calls executed.
+    ToolUse,
+    /// The output token limit cut the reply short.
+    MaxTokens,
+    /// A reason eve does not know, as the provider spelled it.
+    Other(String),
+}
+
+/// Why a provider's stream could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// An event's payload was not JSON of the expected shape.
+    #[error("invalid `{event}` event from the provider: {source}")]
+    InvalidJson {
+        event: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The provider reported an error inside the stream.
+    #[error("provider error ({kind}): {message}")]
+    Provider { kind: String, message: String },
+    /// The stream ended before its terminal event.
+    #[error("the provider's stream ended before `{expected}`")]
+    Truncated { expected: &'static str },
+}
+
+impl DecodeError {
+    /// Whether repeating the whole model call may succeed: overload, rate limit, server fault, cut stream.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            DecodeError::InvalidJson { .. } => false,
+            DecodeError::Truncated { .. } => true,
+            DecodeError::Provider { kind, .. } => {
+                // OpenAI-compatible servers sometimes put the HTTP status in `code` instead of a type.
+                if let Ok(status) = kind.parse::<u16>() {
+                    return matches!(status, 408 | 409 | 429) || status >= 500;
+                }
+                matches!(
+                    kind.as_str(),
+                    "overloaded_error"
+                        | "api_error"
+                        | "rate_limit_error"
+                        | "timeout_error"
+                        | "server_error"
+                        | "rate_limit_exceeded"
+                        | "overloaded"
+                )
+            }
+        }
+    }
+}
+
+/// Each tool call's argument deltas concatenated and parsed as JSON, by call index.
+#[cfg(test)]
+pub(crate) fn tool_arguments(
+    events: &[StreamEvent],
+) -> std::collections::BTreeMap<usize, serde_json::Value> {
+    let mut raw = std::collections::BTreeMap::<usize, String>::new();
+    for event in events {
+        match event {
+            StreamEvent::ToolCallStart { index, .. } => {
+                raw.entry(*index).or_default();
+            }
+            StreamEvent::ToolCallArgsDelta { index, delta } => {
+                raw.entry(*index).or_default().push_str(delta);
+            }
+            _ => {}
+        }
+    }
+    raw.into_iter()
+        .map(|(index, json)| (index, serde_json::from_str(&json).unwrap()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn provider(kind: &str) -> DecodeError {
+        DecodeError::Provider {
+            kind: kind.to_string(),
+            message: "m".to_string(),
+        }
+    }
+
+    #[test]
+    fn overload_rate_limit_and_server_faults_are_retryable() {
+        let verdicts: Vec<(&str, bool)> = [
+            "overloaded_error",
+            "api_error",
+            "rate_limit_error",
+            "server_error",
+            "529",
+            "502",
+            "429",
+            "invalid_request_error",
+            "authentication_error",
+            "400",
+        ]
+        .into_iter()
+        .map(|k| (k, provider(k).is_retryable()))
+        .collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                ("overloaded_error", true),
+                ("api_error", true),
+                ("rate_limit_error", true),
+                ("server_error", true),
+                ("529", true),
+                ("502", true),
+                ("429", true),
+                ("invalid_request_error", false),
+                ("authentication_error", false),
+                ("400", false),
+            ]
+        );
+        assert!(DecodeError::Truncated { expected: "[DONE]" }.is_retryable());
+    }
+
+    #[test]
+    fn usage_and_finish_reason_serialize_in_snake_case() {
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 2,
+            cache_read_tokens: 8,
+            cache_write_tokens: 0,
+        };
+        assert_eq!(
+            serde_json::to_value(&usage).unwrap(),
+            serde_json::json!({"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 8, "cache_write_tokens": 0})
+        );
+        assert_eq!(
+            serde_json::to_value(FinishReason::ToolUse).unwrap(),
+            serde_json::json!("tool_use")
+        );
+        assert_eq!(
+            serde_json::to_value(FinishReason::Other("refusal".into())).unwrap(),
+            serde_json::json!({"other": "refusal"})
+        );
+    }
+}
