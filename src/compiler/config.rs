@@ -1,7 +1,6 @@
 //! `agent.toml`: the agent's settings, validated, with defaults applied.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
@@ -29,10 +28,6 @@ pub struct Config {
     pub instructions_env: Vec<String>,
     /// The wire protocol of the agent's model (`None` for the scripted provider).
     pub api: Option<Api>,
-    /// Where `description` is written, for subagent diagnostics.
-    pub description_span: Option<Range<usize>>,
-    /// The source, kept for diagnostics that point into it later.
-    pub source: Option<SourceFile>,
 }
 
 /// Compiles `agent.toml` (or reports it missing). Always returns a config, with defaults
@@ -68,8 +63,6 @@ pub fn compile(
         },
         instructions_env: Vec::new(),
         api: Some(Api::Anthropic),
-        description_span: None,
-        source: None,
     };
     let Some(file) = file else {
         diags.push(
@@ -89,7 +82,6 @@ pub fn compile(
     let mut root = toml.root();
     read_agent(&mut root, &mut config, inherited, agent_dir);
     root.finish();
-    config.source = Some(toml.src.clone());
     diags.extend(toml.into_diagnostics());
     config
 }
@@ -114,7 +106,6 @@ fn read_agent(
         }
     }
     if let Some(description) = root.string("description") {
-        config.description_span = description.span.clone();
         if description.value.trim().is_empty() {
             toml.error(
                 code::INVALID_VALUE,

@@ -225,10 +225,6 @@ impl Diagnostics {
             ))
         });
     }
-
-    pub fn into_vec(self) -> Vec<Diagnostic> {
-        self.0
-    }
 }
 
 impl IntoIterator for Diagnostics {

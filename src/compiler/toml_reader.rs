@@ -107,10 +107,6 @@ impl<'a> TableReader<'a> {
         self.table.iter().map(|(k, _)| k).collect()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
-    }
-
     /// The span of a key, or of the whole table when the key is absent.
     pub fn key_span(&self, key: &str) -> Option<Range<usize>> {
         self.table.key(key).and_then(Key::span)
