@@ -19,6 +19,8 @@ pub enum Command {
     Init(InitArgs),
     /// Compile an agent directory into .eve/manifest.json, reporting every mistake
     Build(BuildArgs),
+    /// Run an agent: one turn answering PROMPT through the model ↔ tool loop
+    Run(RunArgs),
 }
 
 /// Arguments of `eve init`.
@@ -44,6 +46,42 @@ pub struct BuildArgs {
     /// How to print diagnostics
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+}
+
+/// Arguments of `eve run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The agent directory; builds it first when it changed
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// What to ask; `-` (or no prompt with piped input) reads it from stdin
+    pub prompt: Option<String>,
+    /// The model, as provider/model-id or scripted:<file> (overrides agent.toml)
+    #[arg(long, short, env = "EVE_MODEL")]
+    pub model: Option<String>,
+    /// Model calls allowed in the turn (overrides [limits] max_steps)
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_steps: Option<u64>,
+    /// Where tools act (overrides [workspace] root)
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// What to print on stdout
+    #[arg(long, short, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// Print only the answer and errors: no warnings, tool lines or closing line
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// What `eve run` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// The answer as it streams on stdout; tool calls and a summary on stderr
+    Text,
+    /// One JSON object at the end: session_id, result, end_reason, usage, steps
+    Json,
+    /// Every event as one JSON line (NDJSON), as it happens
+    StreamJson,
 }
 
 /// Output format of diagnostics.

@@ -3,7 +3,11 @@
 pub mod cli;
 pub mod commands;
 pub mod compiler;
+pub mod console;
+pub mod harness;
+pub mod ids;
 pub mod manifest;
 pub mod providers;
+pub mod runner;
 pub mod suggest;
 pub mod tools;

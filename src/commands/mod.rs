@@ -2,6 +2,7 @@
 
 mod build;
 mod init;
+mod run;
 
 use std::process::ExitCode;
 
@@ -15,5 +16,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Init(args) => init::run(&args),
         Command::Build(args) => build::run(&args),
+        Command::Run(args) => run::run(&args),
     }
 }

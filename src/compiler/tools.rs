@@ -357,6 +357,7 @@ fn read_custom(slug: &str, root: &mut TableReader<'_>, display: &str) -> Option<
     let timeout_secs = root
         .positive_int("timeout_secs")
         .map_or(CUSTOM_TOOL_TIMEOUT_SECS, |t| t.value);
+    let read_only = root.bool("read_only").is_some_and(|b| b.value);
     let schema = read_schema(root);
     let command = read_command(root);
     let http = read_http(root);
@@ -417,7 +418,7 @@ fn read_custom(slug: &str, root: &mut TableReader<'_>, display: &str) -> Option<
             source: ToolSource::Custom,
             approval,
             timeout_secs,
-            read_only: false,
+            read_only,
             executor,
             settings: BTreeMap::new(),
         }),

@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use serde_json::{Value, json};
+
 use super::event::{DecodeError, FinishReason, StreamEvent, Usage};
+use super::request::{EMPTY_REPLY, Message, ModelRequest};
 
 /// Turns the SSE events of one streamed Messages API call into [`StreamEvent`]s.
 #[derive(Debug, Default)]
@@ -254,6 +257,97 @@ struct ErrorBody {
     kind: String,
     #[serde(default)]
     message: String,
+}
+
+/// The JSON body of a streamed Messages API call. The system prompt and the last
+/// content block of the conversation carry `cache_control`, so each step reads the
+/// whole previous prefix from the prompt cache and writes the new one.
+pub fn request_body(request: &ModelRequest) -> Value {
+    let mut messages: Vec<Value> = Vec::new();
+    for message in &request.messages {
+        let (role, blocks) = match message {
+            Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
+            Message::Assistant { text, tool_calls } => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in tool_calls {
+                    let input = match &call.input {
+                        Value::Object(_) => call.input.clone(),
+                        _ => json!({}),
+                    };
+                    blocks.push(json!({
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": input,
+                    }));
+                }
+                if blocks.is_empty() {
+                    blocks.push(json!({"type": "text", "text": EMPTY_REPLY}));
+                }
+                ("assistant", blocks)
+            }
+            Message::Tool { results } => (
+                "user",
+                results
+                    .iter()
+                    .map(|r| {
+                        let mut block = json!({
+                            "type": "tool_result",
+                            "tool_use_id": r.call_id,
+                            "content": if r.content.is_empty() { "(no output)" } else { r.content.as_str() },
+                        });
+                        if r.is_error {
+                            block["is_error"] = json!(true);
+                        }
+                        block
+                    })
+                    .collect(),
+            ),
+        };
+        // The API wants alternating roles: tool results followed by a user message share one turn.
+        match messages.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(content) = last["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => messages.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    if let Some(block) = messages
+        .last_mut()
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|c| c.last_mut())
+    {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_output_tokens,
+        "stream": true,
+        "messages": messages,
+    });
+    if !request.system.is_empty() {
+        body["system"] = json!([{
+            "type": "text",
+            "text": request.system,
+            "cache_control": {"type": "ephemeral"},
+        }]);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    body
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Provider-neutral stream events and the errors of decoding a provider's stream.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One piece of a model's streamed reply, the same for every provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub enum StreamEvent {
 }
 
 /// Token counts of one model call.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct Usage {
     /// Every prompt token, cached or not: the size of the context that was sent.
@@ -37,6 +37,16 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     /// The part of `input_tokens` written to the prompt cache.
     pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another call's counts to these.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
 }
 
 /// Why the model stopped generating.
@@ -51,6 +61,18 @@ pub enum FinishReason {
     MaxTokens,
     /// A reason eve does not know, as the provider spelled it.
     Other(String),
+}
+
+impl FinishReason {
+    /// The name used in `step.completed` events.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::ToolUse => "tool_use",
+            FinishReason::MaxTokens => "max_tokens",
+            FinishReason::Other(other) => other,
+        }
+    }
 }
 
 /// Why a provider's stream could not be decoded.

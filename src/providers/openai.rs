@@ -1,9 +1,10 @@
 //! Decoding of the OpenAI Chat Completions stream (and compatible servers) into provider-neutral events.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::event::{DecodeError, FinishReason, StreamEvent, Usage};
+use super::request::{EMPTY_REPLY, Message, ModelRequest};
 
 /// Turns the SSE `data:` payloads of one streamed Chat Completions call into [`StreamEvent`]s.
 #[derive(Debug, Default)]
@@ -264,6 +265,96 @@ impl WireError {
             message: self.message.unwrap_or_default(),
         }
     }
+}
+
+/// Which spelling of the output limit a Chat Completions server understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// OpenAI itself: `max_completion_tokens` (reasoning models refuse `max_tokens`).
+    OpenAi,
+    /// Compatible servers (Ollama, vLLM, llama.cpp, LM Studio, …): `max_tokens`, which all of them read.
+    Compatible,
+}
+
+/// The JSON body of a streamed Chat Completions call, asking for usage in the last chunk.
+pub fn request_body(request: &ModelRequest, flavour: Flavour) -> Value {
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for message in &request.messages {
+        match message {
+            Message::User { text } => messages.push(json!({"role": "user", "content": text})),
+            Message::Assistant { text, tool_calls } => {
+                let mut m = json!({"role": "assistant"});
+                m["content"] = if text.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else if text.is_empty() {
+                    json!(EMPTY_REPLY)
+                } else {
+                    json!(text)
+                };
+                if !tool_calls.is_empty() {
+                    m["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|call| {
+                            let arguments = match &call.input {
+                                Value::Object(_) => call.input.to_string(),
+                                _ => "{}".to_string(),
+                            };
+                            json!({
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": arguments},
+                            })
+                        })
+                        .collect();
+                }
+                messages.push(m);
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    let content = if r.is_error {
+                        format!("Error: {}", r.content)
+                    } else if r.content.is_empty() {
+                        "(no output)".to_string()
+                    } else {
+                        r.content.clone()
+                    };
+                    messages.push(
+                        json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
+                    );
+                }
+            }
+        }
+    }
+    let mut body = json!({
+        "model": request.model,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "messages": messages,
+    });
+    let limit = match flavour {
+        Flavour::OpenAi => "max_completion_tokens",
+        Flavour::Compatible => "max_tokens",
+    };
+    body[limit] = json!(request.max_output_tokens);
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                })
+            })
+            .collect();
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    body
 }
 
 #[cfg(test)]

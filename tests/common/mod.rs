@@ -1,6 +1,8 @@
 //! Shared helpers for the end-to-end tests: the real binary on copies of fixture folders.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod mock;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;

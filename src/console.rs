@@ -1,0 +1,406 @@
+//! Showing a run's events to a person (`--output text`), as one JSON object
+//! (`--output json`) or as NDJSON (`--output stream-json`).
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::TurnOutcome;
+use crate::harness::events::{EndReason, Event, EventKind};
+use crate::providers::Usage;
+
+/// How `eve run` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    Text,
+    Json,
+    StreamJson,
+}
+
+/// Turns events into output. Text goes to `out`, everything about the run to `err`.
+pub struct Console<O: Write, E: Write> {
+    mode: OutputMode,
+    quiet: bool,
+    out: O,
+    err: E,
+    /// Whether `out` is at the start of a line.
+    out_line_start: bool,
+    spinner: Option<indicatif::ProgressBar>,
+    spinner_enabled: bool,
+    started: Instant,
+    session_id: String,
+}
+
+impl<O: Write, E: Write> Console<O, E> {
+    /// A console; `spinner` shows a spinner on stderr while the model works (text mode only).
+    pub fn new(mode: OutputMode, quiet: bool, spinner: bool, out: O, err: E) -> Self {
+        Console {
+            mode,
+            quiet,
+            out,
+            err,
+            out_line_start: true,
+            spinner: None,
+            spinner_enabled: spinner && mode == OutputMode::Text && !quiet,
+            started: Instant::now(),
+            session_id: String::new(),
+        }
+    }
+
+    /// Shows one event.
+    pub fn event(&mut self, event: &Event) {
+        if let EventKind::SessionStarted { session_id, .. } = &event.kind {
+            self.session_id = session_id.clone();
+        }
+        match self.mode {
+            OutputMode::StreamJson => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    let _ = writeln!(self.out, "{line}");
+                    let _ = self.out.flush();
+                }
+            }
+            OutputMode::Json => {}
+            OutputMode::Text => self.text(&event.kind),
+        }
+    }
+
+    fn text(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::SessionStarted {
+                unavailable_tools, ..
+            } if !unavailable_tools.is_empty() && !self.quiet => {
+                let names: Vec<&str> = unavailable_tools.iter().map(|u| u.name.as_str()).collect();
+                self.note(&format!(
+                    "note: not offered to the model, this version of eve cannot run them yet: {}",
+                    names.join(", ")
+                ));
+            }
+            EventKind::StepStarted { .. } => self.spin("thinking…"),
+            EventKind::MessageAppended { text, .. } => {
+                self.stop_spinner();
+                let _ = write!(self.out, "{text}");
+                let _ = self.out.flush();
+                if !text.is_empty() {
+                    self.out_line_start = text.ends_with('\n');
+                }
+            }
+            EventKind::ActionsRequested { actions, .. } if !self.quiet => {
+                for action in actions {
+                    let input = compact_input(&action.input);
+                    self.note(&format!("→ {} {input}", action.name));
+                }
+                self.spin("running tools…");
+            }
+            EventKind::ActionResult {
+                name,
+                output,
+                is_error,
+                duration_ms,
+                ..
+            } if !self.quiet => {
+                let took = format_duration(Duration::from_millis(*duration_ms));
+                let line = if *is_error {
+                    format!("  ✗ {name} failed ({took}): {}", first_line(output, 160))
+                } else {
+                    format!("  ← {name}: {} ({took})", summary(output))
+                };
+                self.note(&line);
+            }
+            EventKind::StepCompleted { .. } => self.stop_spinner(),
+            EventKind::StepFailed {
+                error,
+                retry_in_ms: Some(ms),
+                ..
+            } if !self.quiet => {
+                self.note(&format!(
+                    "! {error}; retrying in {}",
+                    format_duration(Duration::from_millis(*ms))
+                ));
+                self.spin("retrying…");
+            }
+            _ => {}
+        }
+    }
+
+    /// Prints the end of the run: the closing line (text), the result object (json).
+    pub fn finish(&mut self, outcome: &TurnOutcome) {
+        self.stop_spinner();
+        match self.mode {
+            OutputMode::Json => {
+                let mut object = json!({
+                    "session_id": self.session_id,
+                    "result": outcome.result,
+                    "end_reason": outcome.end_reason,
+                    "usage": outcome.usage,
+                    "steps": outcome.steps,
+                });
+                if let Some(error) = &outcome.error {
+                    object["error"] = Value::String(error.clone());
+                }
+                let _ = writeln!(self.out, "{object}");
+            }
+            OutputMode::StreamJson => {}
+            OutputMode::Text => {
+                if !self.out_line_start {
+                    let _ = writeln!(self.out);
+                    self.out_line_start = true;
+                }
+                let _ = self.out.flush();
+                if let Some(error) = &outcome.error {
+                    let _ = writeln!(self.err, "error: {error}");
+                } else if !self.quiet {
+                    let line = closing_line(outcome, self.started.elapsed());
+                    let _ = writeln!(self.err, "{line}");
+                } else if outcome.end_reason != EndReason::Completed {
+                    let _ = writeln!(self.err, "stopped: {}", end_reason_text(outcome));
+                }
+            }
+        }
+        let _ = self.out.flush();
+        let _ = self.err.flush();
+    }
+
+    fn note(&mut self, line: &str) {
+        let spinning = self.spinner.is_some();
+        self.stop_spinner();
+        if !self.out_line_start {
+            let _ = writeln!(self.out);
+            let _ = self.out.flush();
+            self.out_line_start = true;
+        }
+        let _ = writeln!(self.err, "{line}");
+        if spinning {
+            self.spin("working…");
+        }
+    }
+
+    fn spin(&mut self, message: &str) {
+        if !self.spinner_enabled || !self.out_line_start {
+            return;
+        }
+        match &self.spinner {
+            Some(spinner) => spinner.set_message(message.to_string()),
+            None => {
+                let spinner = indicatif::ProgressBar::new_spinner();
+                spinner.set_message(message.to_string());
+                spinner.enable_steady_tick(Duration::from_millis(100));
+                self.spinner = Some(spinner);
+            }
+        }
+    }
+
+    fn stop_spinner(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.finish_and_clear();
+        }
+    }
+}
+
+fn compact_input(input: &Value) -> String {
+    let text = input.to_string();
+    if text == "{}" {
+        return String::new();
+    }
+    crate::providers::error::shorten(&text, 200)
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    crate::providers::error::shorten(text.lines().next().unwrap_or_default(), max)
+}
+
+fn summary(output: &str) -> String {
+    let lines = output.lines().count();
+    match lines {
+        0 => "no output".to_string(),
+        1 => format!("\"{}\"", first_line(output, 100)),
+        n => format!("{n} lines"),
+    }
+}
+
+/// `1.2 s`, `340 ms`.
+pub fn format_duration(d: Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn usage_text(usage: &Usage) -> String {
+    let mut text = format!("{} tokens in", thousands(usage.input_tokens));
+    if usage.cache_read_tokens > 0 {
+        text.push_str(&format!(" ({} cached)", thousands(usage.cache_read_tokens)));
+    }
+    text.push_str(&format!(", {} out", thousands(usage.output_tokens)));
+    text
+}
+
+fn end_reason_text(outcome: &TurnOutcome) -> String {
+    match outcome.end_reason {
+        EndReason::MaxSteps => {
+            format!("the turn reached max_steps ({} model calls)", outcome.steps)
+        }
+        EndReason::MaxTokens => "a reply reached the output token limit (max_output_tokens)".into(),
+        EndReason::Aborted => "interrupted".into(),
+        other => other.as_str().into(),
+    }
+}
+
+/// `completed · 3 steps · 1,234 tokens in (800 cached), 56 out · 2.1 s`.
+pub fn closing_line(outcome: &TurnOutcome, elapsed: Duration) -> String {
+    let head = match outcome.end_reason {
+        EndReason::Completed => "completed".to_string(),
+        _ => format!("stopped: {}", end_reason_text(outcome)),
+    };
+    format!(
+        "{head} · {} {} · {} · {}",
+        outcome.steps,
+        if outcome.steps == 1 { "step" } else { "steps" },
+        usage_text(&outcome.usage),
+        format_duration(elapsed)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::events::{Action, Meta};
+
+    fn event(kind: EventKind) -> Event {
+        Event {
+            kind,
+            meta: Meta {
+                id: "evt_1".into(),
+                at: "2026-01-01T00:00:00.000Z".into(),
+            },
+        }
+    }
+
+    fn outcome(end_reason: EndReason) -> TurnOutcome {
+        TurnOutcome {
+            turn_id: "turn_1".into(),
+            end_reason,
+            result: "Done.".into(),
+            error: None,
+            steps: 2,
+            usage: Usage {
+                input_tokens: 12345,
+                output_tokens: 67,
+                cache_read_tokens: 10000,
+                cache_write_tokens: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn text_mode_streams_text_to_stdout_and_tool_lines_to_stderr() {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        {
+            let mut console = Console::new(OutputMode::Text, false, false, &mut out, &mut err);
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: "Let me".into(),
+            }));
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: " look.".into(),
+            }));
+            console.event(&event(EventKind::ActionsRequested {
+                turn_id: "t".into(),
+                step: 1,
+                actions: vec![Action {
+                    call_id: "c".into(),
+                    name: "git_history".into(),
+                    input: json!({"limit": 2}),
+                }],
+            }));
+            console.event(&event(EventKind::ActionResult {
+                turn_id: "t".into(),
+                step: 1,
+                call_id: "c".into(),
+                name: "git_history".into(),
+                output: "a1 one\nb2 two\n".into(),
+                is_error: false,
+                duration_ms: 12,
+            }));
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 2,
+                text: "Done.".into(),
+            }));
+            console.finish(&outcome(EndReason::Completed));
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), "Let me look.\nDone.\n");
+        let err = String::from_utf8(err).unwrap();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines[0], "→ git_history {\"limit\":2}");
+        assert_eq!(lines[1], "  ← git_history: 2 lines (12 ms)");
+        assert!(
+            lines[2]
+                .starts_with("completed · 2 steps · 12,345 tokens in (10,000 cached), 67 out · "),
+            "{}",
+            lines[2]
+        );
+    }
+
+    #[test]
+    fn json_mode_prints_one_object_at_the_end() {
+        let mut out = Vec::new();
+        {
+            let mut console =
+                Console::new(OutputMode::Json, false, false, &mut out, std::io::sink());
+            console.event(&event(EventKind::SessionStarted {
+                session_id: "ses_1".into(),
+                agent: "a".into(),
+                model: "m".into(),
+                workspace: "/w".into(),
+                tools: vec![],
+                unavailable_tools: vec![],
+            }));
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: "x".into(),
+            }));
+            console.finish(&outcome(EndReason::MaxSteps));
+        }
+        let value: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "session_id": "ses_1",
+                "result": "Done.",
+                "end_reason": "max_steps",
+                "usage": {"input_tokens": 12345, "output_tokens": 67, "cache_read_tokens": 10000, "cache_write_tokens": 0},
+                "steps": 2,
+            })
+        );
+    }
+
+    #[test]
+    fn closing_lines_say_why_a_turn_stopped() {
+        let line = closing_line(&outcome(EndReason::MaxSteps), Duration::from_millis(2500));
+        assert_eq!(
+            line,
+            "stopped: the turn reached max_steps (2 model calls) · 2 steps · 12,345 tokens in (10,000 cached), 67 out · 2.5 s"
+        );
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+    }
+}

@@ -1,0 +1,262 @@
+//! The events a run emits: NDJSON `{type, data, meta: {id, at}}`, documented in `docs/events.md`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::ids;
+use crate::providers::Usage;
+
+/// One event: what happened (`type` + `data`) and when (`meta`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(flatten)]
+    pub kind: EventKind,
+    pub meta: Meta,
+}
+
+/// An event's id (`evt_` + a time-ordered ULID) and time (RFC 3339, UTC).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    pub id: String,
+    pub at: String,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The model answered without calling a tool.
+    Completed,
+    /// The turn used `max_steps` model calls.
+    MaxSteps,
+    /// A step hit the output token limit (sticky: later steps do not change it).
+    MaxTokens,
+    /// The person interrupted the turn (Ctrl-C).
+    Aborted,
+    /// A model call failed for good.
+    Error,
+    /// Found on restart: a crash left the turn open.
+    Interrupted,
+}
+
+impl EndReason {
+    /// The name used in events and `--output json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Completed => "completed",
+            EndReason::MaxSteps => "max_steps",
+            EndReason::MaxTokens => "max_tokens",
+            EndReason::Aborted => "aborted",
+            EndReason::Error => "error",
+            EndReason::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether a limit stopped the turn.
+    pub fn is_limit(self) -> bool {
+        matches!(self, EndReason::MaxSteps | EndReason::MaxTokens)
+    }
+}
+
+/// A tool call as `actions.requested` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    pub call_id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// What happened. Serialised as `"type": "<name>", "data": {…}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum EventKind {
+    #[serde(rename = "session.started")]
+    SessionStarted {
+        session_id: String,
+        agent: String,
+        model: String,
+        workspace: String,
+        /// The tools offered to the model.
+        tools: Vec<String>,
+        /// Tools of the manifest eve cannot run, with the reason; never offered.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unavailable_tools: Vec<Unavailable>,
+    },
+    #[serde(rename = "turn.started")]
+    TurnStarted { session_id: String, turn_id: String },
+    #[serde(rename = "message.received")]
+    MessageReceived { turn_id: String, text: String },
+    #[serde(rename = "step.started")]
+    StepStarted { turn_id: String, step: u64 },
+    /// A piece of the assistant's text, as it streams.
+    #[serde(rename = "message.appended")]
+    MessageAppended {
+        turn_id: String,
+        step: u64,
+        text: String,
+    },
+    /// A piece of the model's reasoning, as it streams.
+    #[serde(rename = "reasoning.appended")]
+    ReasoningAppended {
+        turn_id: String,
+        step: u64,
+        text: String,
+    },
+    #[serde(rename = "actions.requested")]
+    ActionsRequested {
+        turn_id: String,
+        step: u64,
+        actions: Vec<Action>,
+    },
+    /// One tool call's result; these come in the order the model made the calls.
+    #[serde(rename = "action.result")]
+    ActionResult {
+        turn_id: String,
+        step: u64,
+        call_id: String,
+        name: String,
+        output: String,
+        is_error: bool,
+        duration_ms: u64,
+    },
+    #[serde(rename = "step.completed")]
+    StepCompleted {
+        turn_id: String,
+        step: u64,
+        finish_reason: String,
+        usage: Usage,
+    },
+    /// A model call failed; `retry_in_ms` says when it is tried again, `null` if never.
+    #[serde(rename = "step.failed")]
+    StepFailed {
+        turn_id: String,
+        step: u64,
+        attempt: u32,
+        error: String,
+        retry_in_ms: Option<u64>,
+    },
+    #[serde(rename = "turn.completed")]
+    TurnCompleted {
+        turn_id: String,
+        end_reason: EndReason,
+        result: String,
+        steps: u64,
+        usage: Usage,
+    },
+    #[serde(rename = "turn.failed")]
+    TurnFailed {
+        turn_id: String,
+        end_reason: EndReason,
+        error: String,
+        steps: u64,
+        usage: Usage,
+    },
+    #[serde(rename = "session.waiting")]
+    SessionWaiting { session_id: String, usage: Usage },
+    #[serde(rename = "session.completed")]
+    SessionCompleted { session_id: String, usage: Usage },
+    #[serde(rename = "session.failed")]
+    SessionFailed {
+        session_id: String,
+        error: String,
+        usage: Usage,
+    },
+}
+
+/// A tool of the manifest that is not offered, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unavailable {
+    pub name: String,
+    pub reason: String,
+}
+
+impl EventKind {
+    /// The event's `type`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::SessionStarted { .. } => "session.started",
+            EventKind::TurnStarted { .. } => "turn.started",
+            EventKind::MessageReceived { .. } => "message.received",
+            EventKind::StepStarted { .. } => "step.started",
+            EventKind::MessageAppended { .. } => "message.appended",
+            EventKind::ReasoningAppended { .. } => "reasoning.appended",
+            EventKind::ActionsRequested { .. } => "actions.requested",
+            EventKind::ActionResult { .. } => "action.result",
+            EventKind::StepCompleted { .. } => "step.completed",
+            EventKind::StepFailed { .. } => "step.failed",
+            EventKind::TurnCompleted { .. } => "turn.completed",
+            EventKind::TurnFailed { .. } => "turn.failed",
+            EventKind::SessionWaiting { .. } => "session.waiting",
+            EventKind::SessionCompleted { .. } => "session.completed",
+            EventKind::SessionFailed { .. } => "session.failed",
+        }
+    }
+}
+
+/// Where the harness sends its events. It never prints; a closed receiver is not an error.
+#[derive(Debug, Clone)]
+pub struct Emitter {
+    tx: mpsc::UnboundedSender<Event>,
+}
+
+impl Emitter {
+    /// An emitter and the receiving end of its channel.
+    pub fn channel() -> (Emitter, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Emitter { tx }, rx)
+    }
+
+    /// Stamps `kind` with a new id and the current time and sends it.
+    pub fn emit(&self, kind: EventKind) {
+        let event = Event {
+            kind,
+            meta: Meta {
+                id: ids::new_id("evt"),
+                at: ids::now_rfc3339(),
+            },
+        };
+        let _ = self.tx.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialise_as_type_data_meta_and_back() {
+        let (emitter, mut rx) = Emitter::channel();
+        emitter.emit(EventKind::StepStarted {
+            turn_id: "turn_1".into(),
+            step: 2,
+        });
+        let event = rx.try_recv().unwrap();
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["type"], "step.started");
+        assert_eq!(
+            json["data"],
+            serde_json::json!({"turn_id": "turn_1", "step": 2})
+        );
+        assert!(json["meta"]["id"].as_str().unwrap().starts_with("evt_"));
+        assert!(json["meta"]["at"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(json.as_object().unwrap().len(), 3);
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
+        assert_eq!(back.kind.name(), "step.started");
+    }
+
+    #[test]
+    fn end_reasons_use_the_documented_names() {
+        for (reason, name) in [
+            (EndReason::Completed, "completed"),
+            (EndReason::MaxSteps, "max_steps"),
+            (EndReason::MaxTokens, "max_tokens"),
+            (EndReason::Aborted, "aborted"),
+            (EndReason::Error, "error"),
+        ] {
+            assert_eq!(serde_json::to_value(reason).unwrap(), name);
+            assert_eq!(reason.as_str(), name);
+        }
+    }
+}

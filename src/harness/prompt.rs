@@ -1,0 +1,108 @@
+//! The system prompt: the rendered instructions, then the list of skills.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::compiler::instructions::{self, AgentInfo, Context, Named};
+use crate::manifest::Manifest;
+use crate::tools::Registry;
+
+/// Renders the instructions for a run and appends the skills list when `load_skill` is offered.
+/// `env` reads the variables allowed by `[instructions] env` (unset ones render empty).
+pub fn system_prompt(
+    manifest: &Manifest,
+    registry: &Registry,
+    model: &str,
+    workspace: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let offered = registry.names();
+    let context = Context {
+        agent: AgentInfo {
+            name: manifest.agent.name.clone(),
+            description: manifest.agent.description.clone().unwrap_or_default(),
+            model: model.to_string(),
+        },
+        tools: manifest
+            .tools
+            .iter()
+            .filter(|t| offered.contains(&t.name))
+            .map(|t| Named {
+                name: t.name.clone(),
+                description: t.description.clone(),
+            })
+            .collect(),
+        skills: manifest
+            .skills
+            .iter()
+            .map(|s| Named {
+                name: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect(),
+        workspace: workspace.display().to_string(),
+        date: crate::ids::now_rfc3339().chars().take(10).collect(),
+        env: manifest
+            .instructions
+            .env
+            .iter()
+            .map(|name| (name.clone(), env(name).unwrap_or_default()))
+            .collect::<BTreeMap<_, _>>(),
+    };
+    let mut prompt = instructions::render(&manifest.instructions, &context)
+        .map_err(|e| format!("cannot render the instructions: {e}"))?;
+    if !manifest.skills.is_empty() && offered.iter().any(|t| t == "load_skill") {
+        prompt.push_str(&skills_section(manifest));
+    }
+    Ok(prompt)
+}
+
+fn skills_section(manifest: &Manifest) -> String {
+    let mut out = String::from(
+        "\n\n# Skills\n\nSkills are procedures for particular tasks. When a task matches a skill's description, load the skill with the `load_skill` tool before you start, then follow it.\n",
+    );
+    for skill in &manifest.skills {
+        out.push_str(&format!("\n- `{}`: {}", skill.name, skill.description));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_is_the_rendered_instructions_with_only_offered_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("agent.toml"),
+            "name = \"t\"\nmodel = \"openai/gpt-4.1\"\n[instructions]\nenv = [\"EVE_T_VAR\"]\n",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("tools")).unwrap();
+        std::fs::write(
+            dir.path().join("tools/hello.toml"),
+            "description = \"Says hello\"\ncommand = [\"echo\", \"hello\"]\n[input_schema]\ntype = \"object\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("instructions.md"),
+            "You are {{ agent.name }} on {{ agent.model }} in {{ workspace }} ({{ env.EVE_T_VAR }}).\n{% for t in tools %}- {{ t.name }}: {{ t.description }}\n{% endfor %}",
+        )
+        .unwrap();
+        let manifest = crate::compiler::compile(dir.path()).manifest.unwrap();
+        let registry = Registry::from_manifest(&manifest);
+        let prompt = system_prompt(
+            &manifest,
+            &registry,
+            "scripted:x.yaml",
+            Path::new("/w"),
+            &|v| (v == "EVE_T_VAR").then(|| "set".to_string()),
+        )
+        .unwrap();
+        assert_eq!(
+            prompt,
+            "You are t on scripted:x.yaml in /w (set).\n- hello: Says hello"
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! The HTTP providers: Anthropic's Messages API and OpenAI's Chat Completions (and every compatible server).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, StreamExt};
+
+use super::Provider;
+use super::anthropic::{self, AnthropicDecoder};
+use super::error::{ProviderError, error_message, parse_retry_after};
+use super::openai::{self, Flavour, OpenAiDecoder};
+use super::request::ModelRequest;
+use super::stream::{EventStream, WireDecoder, decode_sse};
+use crate::manifest::Api;
+
+/// The version header every Messages API call carries.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// How long eve waits for the response headers, and then for each stream event.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Error bodies longer than this are cut before they are read into memory.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The process-wide HTTP client (rustls with ring, HTTP/2 when the server offers it).
+pub fn client() -> Result<reqwest::Client, String> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // Err means another provider is already installed, which is just as good.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::builder()
+                .user_agent(concat!("eve/", env!("CARGO_PKG_VERSION")))
+                .connect_timeout(Duration::from_secs(30))
+                .build()
+                .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+        })
+        .clone()
+}
+
+/// A provider reached over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpProvider {
+    /// The name model references use: `anthropic`, `openai` or a `[providers.NAME]`.
+    pub name: String,
+    pub api: Api,
+    pub flavour: Flavour,
+    /// Anthropic: scheme and host (`https://api.anthropic.com`). OpenAI: up to `/v1`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub idle_timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl HttpProvider {
+    /// A provider; `api_key` is sent as `x-api-key` (Anthropic) or a bearer token (OpenAI).
+    pub fn new(
+        name: &str,
+        api: Api,
+        flavour: Flavour,
+        base_url: &str,
+        api_key: Option<String>,
+    ) -> Result<HttpProvider, String> {
+        Ok(HttpProvider {
+            name: name.to_string(),
+            api,
+            flavour,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            client: client()?,
+        })
+    }
+
+    /// The endpoint eve posts to.
+    pub fn url(&self) -> String {
+        match self.api {
+            Api::Anthropic => format!("{}/v1/messages", self.base_url),
+            Api::Openai => format!("{}/chat/completions", self.base_url),
+        }
+    }
+
+    async fn open(&self, request: &ModelRequest) -> Result<EventStream, ProviderError> {
+        let url = self.url();
+        let mut builder = self
+            .client
+            .post(&url)
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        let (body, decoder) = match self.api {
+            Api::Anthropic => {
+                builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+                if let Some(key) = &self.api_key {
+                    builder = builder.header("x-api-key", key);
+                }
+                (
+                    anthropic::request_body(request),
+                    WireDecoder::Anthropic(AnthropicDecoder::new()),
+                )
+            }
+            Api::Openai => {
+                if let Some(key) = &self.api_key {
+                    builder = builder.bearer_auth(key);
+                }
+                (
+                    openai::request_body(request, self.flavour),
+                    WireDecoder::OpenAi(OpenAiDecoder::new()),
+                )
+            }
+        };
+        let bytes = serde_json::to_vec(&body).map_err(|e| ProviderError::Script(e.to_string()))?;
+        let builder = builder
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(bytes);
+        let connect_error = |message: String| ProviderError::Connect {
+            provider: self.name.clone(),
+            url: url.clone(),
+            message,
+        };
+        let response = match tokio::time::timeout(self.idle_timeout, builder.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(e)) => return Err(connect_error(error_chain(&e))),
+            Err(_) => {
+                return Err(ProviderError::Idle {
+                    provider: self.name.clone(),
+                    secs: self.idle_timeout.as_secs(),
+                });
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_retry_after);
+            let body = read_capped(response, MAX_ERROR_BODY).await;
+            return Err(ProviderError::Status {
+                provider: self.name.clone(),
+                status: status.as_u16(),
+                message: error_message(&body),
+                retry_after,
+            });
+        }
+        Ok(decode_sse(
+            response.bytes_stream(),
+            decoder,
+            &self.name,
+            self.idle_timeout,
+        ))
+    }
+}
+
+impl Provider for HttpProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stream<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+    ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
+        self.open(request).boxed()
+    }
+}
+
+/// An error and its causes on one line: reqwest's own message rarely says what failed.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+async fn read_capped(response: reqwest::Response, cap: usize) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        let room = cap.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= cap {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}

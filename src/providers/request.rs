@@ -1,0 +1,64 @@
+//! Provider-neutral conversation history and model requests.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of the conversation history, as every provider's request builder reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// What the person (or a parent agent) said.
+    User { text: String },
+    /// The model's reply: its text and the tool calls it made.
+    Assistant {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The results of the previous assistant message's tool calls, in call order.
+    Tool { results: Vec<ToolResult> },
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments; `Value::Null` when the model sent no arguments at all.
+    pub input: Value,
+}
+
+/// The result of one tool call, sent back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub name: String,
+    pub content: String,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// Everything one model call needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelRequest {
+    /// The provider's model id (`claude-sonnet-4-5`), without the provider prefix.
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_output_tokens: u64,
+    /// `None` leaves the provider's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+}
+
+/// A stand-in for an assistant message with neither text nor tool calls: both APIs reject empty content.
+pub const EMPTY_REPLY: &str = "(empty reply)";

@@ -1,0 +1,316 @@
+//! Command tools: a program started with templated arguments, the input as JSON on stdin,
+//! stdout as the result. Runs in the workspace in its own process group; a timeout or an
+//! aborted turn kills the whole group.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use minijinja::{Environment, UndefinedBehavior};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+use super::output::capture;
+use super::{ToolContext, ToolExec, ToolOutput};
+
+/// Bytes of stdout (and of stderr) a command tool returns at most; the middle is cut.
+pub const OUTPUT_LIMIT: usize = 32 * 1024;
+
+/// A `command = [...]` tool.
+#[derive(Debug, Clone)]
+pub struct CommandTool {
+    pub name: String,
+    /// minijinja templates over `input` and `agent_dir`.
+    pub argv: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// Renders argv templates: `input` is the call's arguments, `agent_dir` the agent directory.
+pub fn render_argv(argv: &[String], input: &Value, agent_dir: &str) -> Result<Vec<String>, String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    let context = minijinja::Value::from(minijinja::value::Serde(
+        json!({"input": input, "agent_dir": agent_dir}),
+    ));
+    argv.iter()
+        .enumerate()
+        .map(|(i, template)| {
+            env.render_str(template, &context).map_err(|e| {
+                format!(
+                    "cannot build argument {} of the command from `{template}`: {}",
+                    i + 1,
+                    e.detail().unwrap_or("invalid template")
+                )
+            })
+        })
+        .collect()
+}
+
+/// Kills every process of the group led by `pid`.
+pub fn kill_group(pid: u32) {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = i32::try_from(pid) else {
+            return;
+        };
+        // SAFETY: killpg only sends a signal; a stale group id makes it fail with ESRCH, which is fine.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
+enum Ending {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    TimedOut,
+    Aborted,
+}
+
+impl CommandTool {
+    async fn run(&self, input: &Value, ctx: &ToolContext) -> ToolOutput {
+        let agent_dir = ctx.agent_dir.to_string_lossy();
+        let argv = match render_argv(&self.argv, input, &agent_dir) {
+            Ok(argv) => argv,
+            Err(e) => return ToolOutput::error(e),
+        };
+        let Some((program, args)) = argv.split_first() else {
+            return ToolOutput::error("the command is empty");
+        };
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .current_dir(&ctx.workspace)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        for var in ctx.hidden_env.iter() {
+            command.env_remove(var);
+        }
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
+        };
+        let pid = child.id();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let payload = serde_json::to_vec(input).unwrap_or_default();
+        let feed = async move {
+            if let Some(mut stdin) = stdin {
+                // A program that does not read its input closes the pipe early: not an error.
+                let _ = stdin.write_all(&payload).await;
+                let _ = stdin.shutdown().await;
+            }
+        };
+        let work = async {
+            let ((), out, err, status) = tokio::join!(
+                feed,
+                capture(stdout, OUTPUT_LIMIT),
+                capture(stderr, OUTPUT_LIMIT),
+                child.wait()
+            );
+            (out, err, status)
+        };
+        let (ending, out, err) = tokio::select! {
+            (out, err, status) = work => (Ending::Exited(status), Some(out), Some(err)),
+            () = tokio::time::sleep(self.timeout) => (Ending::TimedOut, None, None),
+            () = ctx.cancel.cancelled() => (Ending::Aborted, None, None),
+        };
+        match ending {
+            Ending::TimedOut | Ending::Aborted => {
+                if let Some(pid) = pid {
+                    kill_group(pid);
+                }
+                let _ = child.wait().await;
+                if matches!(ending, Ending::TimedOut) {
+                    ToolOutput::error(format!(
+                        "`{}` timed out after {} s and was killed",
+                        self.name,
+                        self.timeout.as_secs()
+                    ))
+                } else {
+                    ToolOutput::error(format!(
+                        "`{}` was aborted: the turn was interrupted",
+                        self.name
+                    ))
+                }
+            }
+            Ending::Exited(Err(e)) => {
+                ToolOutput::error(format!("cannot wait for `{program}`: {e}"))
+            }
+            Ending::Exited(Ok(status)) => {
+                let out = out.map(|o| o.text()).unwrap_or_default();
+                let err = err.map(|e| e.text()).unwrap_or_default();
+                if status.success() {
+                    ToolOutput::ok(out)
+                } else {
+                    let how = match status.code() {
+                        Some(code) => format!("exit code {code}"),
+                        None => "killed by a signal".to_string(),
+                    };
+                    let mut text = format!("`{program}` failed ({how})");
+                    if !err.trim().is_empty() {
+                        text.push_str(&format!("\nstderr:\n{}", err.trim_end()));
+                    }
+                    if !out.trim().is_empty() {
+                        text.push_str(&format!("\nstdout:\n{}", out.trim_end()));
+                    }
+                    ToolOutput::error(text)
+                }
+            }
+        }
+    }
+}
+
+impl ToolExec for CommandTool {
+    fn call<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        self.run(input, ctx).boxed()
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use tokio_util::sync::CancellationToken;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.to_path_buf(),
+            agent_dir: dir.join("agent"),
+            cancel: CancellationToken::new(),
+            hidden_env: Arc::new(vec!["EVE_TEST_SECRET_KEY".into()]),
+        }
+    }
+
+    fn tool(argv: &[&str], timeout_ms: u64) -> CommandTool {
+        CommandTool {
+            name: "t".into(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            timeout: Duration::from_millis(timeout_ms),
+        }
+    }
+
+    #[test]
+    fn argv_templates_see_input_and_agent_dir() {
+        let argv = vec![
+            "{{ agent_dir }}/x".to_string(),
+            "-n".into(),
+            "{{ input.n | default(20) }}".into(),
+            "{{ input.path }}".into(),
+        ];
+        assert_eq!(
+            render_argv(&argv, &json!({"path": "src"}), "/a").unwrap(),
+            ["/a/x", "-n", "20", "src"]
+        );
+        let err = render_argv(&argv, &json!({}), "/a").unwrap_err();
+        assert!(
+            err.starts_with("cannot build argument 4 of the command from `{{ input.path }}`"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn stdin_carries_the_input_and_stdout_is_the_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tool(&["sh", "-c", "cat; echo; pwd"], 10_000)
+            .call(&json!({"a": 1}), &ctx(dir.path()))
+            .await;
+        assert!(!out.is_error, "{out:?}");
+        let canonical = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            out.content,
+            format!("{{\"a\":1}}\n{}\n", canonical.display())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_command_returns_its_exit_code_and_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tool(&["sh", "-c", "echo oops >&2; exit 3"], 10_000)
+            .call(&json!({}), &ctx(dir.path()))
+            .await;
+        assert!(out.is_error);
+        assert_eq!(out.content, "`sh` failed (exit code 3)\nstderr:\noops");
+        let missing = tool(&["/no/such/program"], 10_000)
+            .call(&json!({}), &ctx(dir.path()))
+            .await;
+        assert!(
+            missing.is_error
+                && missing
+                    .content
+                    .starts_with("cannot start `/no/such/program`"),
+            "{missing:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn hidden_variables_are_removed_from_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = tool(&["sh", "-c", "echo \"[${HOME-unset}]\""], 10_000);
+        let visible = script.call(&json!({}), &ctx(dir.path())).await;
+        assert_ne!(
+            visible.content, "[unset]\n",
+            "HOME is set in the test environment"
+        );
+        let mut hidden = ctx(dir.path());
+        hidden.hidden_env = Arc::new(vec!["HOME".into()]);
+        assert_eq!(script.call(&json!({}), &hidden).await.content, "[unset]\n");
+    }
+
+    #[tokio::test]
+    async fn a_timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("child.pid");
+        // The child forks a sleeper that would outlive it, then waits.
+        let script = format!("sleep 30 & echo $! > {}; wait", marker.display());
+        let out = tool(&["sh", "-c", &script], 300)
+            .call(&json!({}), &ctx(dir.path()))
+            .await;
+        assert!(out.is_error);
+        assert!(out.content.contains("timed out after 0 s"), "{out:?}");
+        let pid: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The sleeper is gone, or a zombie waiting for a reaper (PID 1 of a container may never reap it).
+        let mut gone = false;
+        for _ in 0..50 {
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => gone = true,
+                Ok(stat) => {
+                    gone = stat
+                        .rsplit(')')
+                        .next()
+                        .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+                }
+            }
+            if gone {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(gone, "the forked sleeper {pid} survived the timeout");
+    }
+
+    #[tokio::test]
+    async fn an_aborted_turn_kills_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let cancel = c.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            cancel.cancel();
+        });
+        let out = tool(&["sleep", "30"], 60_000).call(&json!({}), &c).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("aborted"), "{out:?}");
+    }
+}

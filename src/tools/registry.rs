@@ -1,0 +1,287 @@
+//! The tools a run offers: built from the manifest, each with its schema validator and executor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::command::CommandTool;
+use super::http::HttpTool;
+use super::{ToolContext, ToolExec, ToolOutput};
+use crate::harness::events::Unavailable;
+use crate::manifest::{self, Approval, Executor};
+use crate::providers::{ToolCall, ToolSpec};
+use crate::suggest;
+
+#[derive(Debug)]
+struct Entry {
+    spec: manifest::Tool,
+    validator: jsonschema::Validator,
+    exec: Arc<dyn ToolExec>,
+}
+
+/// The executable tools of a manifest, in manifest order.
+#[derive(Debug)]
+pub struct Registry {
+    entries: Vec<Entry>,
+    unavailable: Vec<Unavailable>,
+}
+
+/// Why eve cannot execute a tool of the manifest, if it cannot.
+fn executor(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
+    let timeout = Duration::from_secs(tool.timeout_secs.max(1));
+    match &tool.executor {
+        Executor::Command { argv } => Ok(Arc::new(CommandTool {
+            name: tool.name.clone(),
+            argv: argv.clone(),
+            timeout,
+        })),
+        Executor::Http {
+            method,
+            url,
+            headers,
+            body,
+        } => Ok(Arc::new(HttpTool {
+            name: tool.name.clone(),
+            method: method.clone(),
+            url: url.clone(),
+            headers: headers.clone(),
+            body: body.clone(),
+            timeout,
+        })),
+        Executor::Builtin => Err("this version of eve cannot run the built-in tool yet".into()),
+        Executor::Subagent { .. } => Err("this version of eve cannot run subagents yet".into()),
+    }
+}
+
+impl Registry {
+    /// Builds the registry. A tool eve cannot execute is left out (never offered to the
+    /// model) and listed by [`Registry::unavailable`].
+    pub fn from_manifest(manifest: &manifest::Manifest) -> Registry {
+        let mut entries = Vec::new();
+        let mut unavailable = Vec::new();
+        for tool in &manifest.tools {
+            let built = executor(tool).and_then(|exec| {
+                let validator = jsonschema::validator_for(&tool.input_schema)
+                    .map_err(|e| format!("its input schema is invalid: {e}"))?;
+                Ok((exec, validator))
+            });
+            match built {
+                Ok((exec, validator)) => entries.push(Entry {
+                    spec: tool.clone(),
+                    validator,
+                    exec,
+                }),
+                Err(reason) => unavailable.push(Unavailable {
+                    name: tool.name.clone(),
+                    reason,
+                }),
+            }
+        }
+        Registry {
+            entries,
+            unavailable,
+        }
+    }
+
+    /// The tools offered to the model, in manifest order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.entries
+            .iter()
+            .map(|e| ToolSpec {
+                name: e.spec.name.clone(),
+                description: e.spec.description.clone(),
+                input_schema: e.spec.input_schema.clone(),
+            })
+            .collect()
+    }
+
+    /// The names of the offered tools.
+    pub fn names(&self) -> Vec<String> {
+        self.entries.iter().map(|e| e.spec.name.clone()).collect()
+    }
+
+    /// The manifest's tools that are not offered, and why.
+    pub fn unavailable(&self) -> &[Unavailable] {
+        &self.unavailable
+    }
+
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.spec.name == name)
+    }
+
+    /// Whether a call may run beside others: read-only tools, and calls that will only
+    /// return an error (unknown tools).
+    pub fn runs_in_parallel(&self, name: &str) -> bool {
+        self.entry(name).is_none_or(|e| e.spec.read_only)
+    }
+
+    /// Checks a call before it runs: the tool exists and the arguments match its schema.
+    pub fn check(&self, call: &ToolCall) -> Result<(), ToolOutput> {
+        let Some(entry) = self.entry(&call.name) else {
+            let names: Vec<&str> = self.entries.iter().map(|e| e.spec.name.as_str()).collect();
+            let hint = match suggest::closest(&call.name, names.iter().copied()) {
+                Some(near) => format!(" Did you mean `{near}`?"),
+                None => String::new(),
+            };
+            return Err(ToolOutput::error(format!(
+                "There is no tool named `{}`.{hint} Available tools: {}.",
+                call.name,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        };
+        let problems: Vec<String> = entry
+            .validator
+            .iter_errors(&call.input)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    format!("- {e}")
+                } else {
+                    format!("- at `{path}`: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ToolOutput::error(format!(
+                "Invalid arguments for `{}`:\n{}\nCall it again with arguments that match its input schema.",
+                call.name,
+                problems.join("\n")
+            )))
+        }
+    }
+
+    /// Runs a call: checks it, refuses what needs an approval nobody can give, executes it.
+    pub async fn call(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
+        if let Err(refused) = self.check(call) {
+            return refused;
+        }
+        let Some(entry) = self.entry(&call.name) else {
+            return ToolOutput::error(format!("There is no tool named `{}`.", call.name));
+        };
+        if entry.spec.approval == Approval::Always {
+            return ToolOutput::error(format!(
+                "Refused: `{}` needs a person's approval for every call (approval = \"always\"), and nobody can approve calls in this run. Do the task without it, or say what you would run.",
+                call.name
+            ));
+        }
+        if ctx.cancel.is_cancelled() {
+            return ToolOutput::error(format!(
+                "`{}` was not started: the turn was interrupted",
+                call.name
+            ));
+        }
+        entry.exec.call(&call.input, ctx).await
+    }
+}
+
+/// The input of a tool call from its raw JSON arguments: `{}` when empty, an error when not a JSON object.
+pub fn parse_arguments(raw: &str) -> Result<Value, String> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(format!(
+            "the arguments must be a JSON object, not `{other}`"
+        )),
+        Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn manifest() -> manifest::Manifest {
+        let build = crate::compiler::compile(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("example-agent"),
+        );
+        build.manifest.unwrap()
+    }
+
+    fn call(name: &str, input: Value) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    #[test]
+    fn only_executable_tools_are_offered_and_the_rest_are_listed_with_a_reason() {
+        let registry = Registry::from_manifest(&manifest());
+        assert_eq!(registry.names(), ["git_history"]);
+        let unavailable: Vec<&str> = registry
+            .unavailable()
+            .iter()
+            .map(|u| u.name.as_str())
+            .collect();
+        assert!(
+            unavailable.contains(&"bash") && unavailable.contains(&"explorer"),
+            "{unavailable:?}"
+        );
+        assert!(registry.unavailable()[0].reason.contains("cannot run"));
+        assert_eq!(registry.specs()[0].name, "git_history");
+    }
+
+    #[test]
+    fn unknown_tools_and_invalid_arguments_become_error_results() {
+        let registry = Registry::from_manifest(&manifest());
+        let unknown = registry.check(&call("git_histroy", json!({}))).unwrap_err();
+        assert!(unknown.is_error);
+        assert_eq!(
+            unknown.content,
+            "There is no tool named `git_histroy`. Did you mean `git_history`? Available tools: git_history."
+        );
+        let invalid = registry
+            .check(&call("git_history", json!({"limit": 0, "colour": true})))
+            .unwrap_err();
+        assert!(
+            invalid
+                .content
+                .starts_with("Invalid arguments for `git_history`:\n"),
+            "{}",
+            invalid.content
+        );
+        assert!(
+            invalid.content.contains("at `/limit`"),
+            "{}",
+            invalid.content
+        );
+        assert!(invalid.content.contains("colour"), "{}", invalid.content);
+        assert!(
+            registry
+                .check(&call("git_history", json!({"limit": 3})))
+                .is_ok()
+        );
+        assert!(
+            registry.runs_in_parallel("git_history"),
+            "declared read_only"
+        );
+        assert!(registry.runs_in_parallel("nope"));
+    }
+
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        assert_eq!(parse_arguments("").unwrap(), json!({}));
+        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap(), json!({"a": 1}));
+        assert!(
+            parse_arguments("[1]")
+                .unwrap_err()
+                .contains("must be a JSON object")
+        );
+        assert!(
+            parse_arguments(r#"{"a":"#)
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
+    }
+}
