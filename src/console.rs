@@ -30,6 +30,8 @@ pub struct Console<O: Write, E: Write> {
     spinner_enabled: bool,
     started: Instant,
     session_id: String,
+    /// Whether the current step has printed text (a retry then discards it).
+    step_printed_text: bool,
 }
 
 impl<O: Write, E: Write> Console<O, E> {
@@ -45,6 +47,7 @@ impl<O: Write, E: Write> Console<O, E> {
             spinner_enabled: spinner && mode == OutputMode::Text && !quiet,
             started: Instant::now(),
             session_id: String::new(),
+            step_printed_text: false,
         }
     }
 
@@ -76,19 +79,27 @@ impl<O: Write, E: Write> Console<O, E> {
                     names.join(", ")
                 ));
             }
-            EventKind::StepStarted { .. } => self.spin("thinking…"),
+            EventKind::StepStarted { .. } => {
+                self.end_text_line();
+                self.step_printed_text = false;
+                self.spin("thinking…");
+            }
             EventKind::MessageAppended { text, .. } => {
                 self.stop_spinner();
                 let _ = write!(self.out, "{text}");
                 let _ = self.out.flush();
                 if !text.is_empty() {
                     self.out_line_start = text.ends_with('\n');
+                    self.step_printed_text = true;
                 }
             }
             EventKind::ActionsRequested { actions, .. } if !self.quiet => {
                 for action in actions {
-                    let input = compact_input(&action.input);
-                    self.note(&format!("→ {} {input}", action.name));
+                    let line = match compact_input(&action.input) {
+                        input if input.is_empty() => format!("→ {}", action.name),
+                        input => format!("→ {} {input}", action.name),
+                    };
+                    self.note(&line);
                 }
                 self.spin("running tools…");
             }
@@ -113,8 +124,14 @@ impl<O: Write, E: Write> Console<O, E> {
                 retry_in_ms: Some(ms),
                 ..
             } if !self.quiet => {
+                let discarded = if self.step_printed_text {
+                    " (the partial reply above is discarded)"
+                } else {
+                    ""
+                };
+                self.step_printed_text = false;
                 self.note(&format!(
-                    "! {error}; retrying in {}",
+                    "! {error}; retrying in {}{discarded}",
                     format_duration(Duration::from_millis(*ms))
                 ));
                 self.spin("retrying…");
@@ -161,14 +178,37 @@ impl<O: Write, E: Write> Console<O, E> {
         let _ = self.err.flush();
     }
 
-    fn note(&mut self, line: &str) {
-        let spinning = self.spinner.is_some();
-        self.stop_spinner();
+    /// Ends the assistant's current line of text on stdout, if one is open.
+    fn end_text_line(&mut self) {
         if !self.out_line_start {
             let _ = writeln!(self.out);
             let _ = self.out.flush();
             self.out_line_start = true;
         }
+    }
+
+    /// Reports a failure before any turn ran (bad model, missing key, build errors):
+    /// on stderr, and in json mode also as the usual object with `end_reason: "error"`.
+    pub fn fail_early(&mut self, message: &str) {
+        let _ = writeln!(self.err, "error: {message}");
+        if self.mode == OutputMode::Json {
+            let object = json!({
+                "session_id": null,
+                "result": "",
+                "end_reason": "error",
+                "usage": Usage::default(),
+                "steps": 0,
+                "error": message,
+            });
+            let _ = writeln!(self.out, "{object}");
+        }
+        let _ = self.out.flush();
+    }
+
+    fn note(&mut self, line: &str) {
+        let spinning = self.spinner.is_some();
+        self.stop_spinner();
+        self.end_text_line();
         let _ = writeln!(self.err, "{line}");
         if spinning {
             self.spin("working…");

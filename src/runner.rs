@@ -108,15 +108,7 @@ pub async fn run_turn(
     mut on_event: impl FnMut(&Event),
 ) -> TurnOutcome {
     let cancel = CancellationToken::new();
-    let interrupt = cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(exit::ABORTED));
-            }
-        }
-    });
+    let watcher = watch_interrupts(cancel.clone());
     let turn = tokio::spawn(async move {
         harness.start();
         let outcome = harness.run_turn(prompt, cancel).await;
@@ -126,7 +118,9 @@ pub async fn run_turn(
     while let Some(event) = events.recv().await {
         on_event(&event);
     }
-    watcher.abort();
+    if let Some(watcher) = watcher {
+        watcher.abort();
+    }
     match turn.await {
         Ok(outcome) => outcome,
         Err(e) => TurnOutcome {
@@ -137,5 +131,34 @@ pub async fn run_turn(
             steps: 0,
             usage: Default::default(),
         },
+    }
+}
+
+/// Cancels `cancel` at the first Ctrl-C and exits at the second. The handler is installed
+/// before this returns, so a Ctrl-C that comes right after is never lost.
+fn watch_interrupts(cancel: CancellationToken) -> Option<tokio::task::JoinHandle<()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupts = signal(SignalKind::interrupt()).ok()?;
+        Some(tokio::spawn(async move {
+            if interrupts.recv().await.is_some() {
+                cancel.cancel();
+                if interrupts.recv().await.is_some() {
+                    std::process::exit(i32::from(exit::ABORTED));
+                }
+            }
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        Some(tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(exit::ABORTED));
+                }
+            }
+        }))
     }
 }

@@ -748,3 +748,115 @@ fn no_prompt_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).starts_with("error: no prompt"));
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_aborts_the_turn_kills_the_running_tool_and_exits_130() {
+    let agent = scripted_agent("- tool_calls: [{name: slow, input: {}}]\n- text: never reached\n");
+    let marker = agent.path().join("started");
+    std::fs::write(
+        agent.path().join("tools/slow.toml"),
+        format!(
+            "description = \"Takes long\"\ncommand = [\"sh\", \"-c\", \"sleep 60 & echo $! > {}; wait\"]\ntimeout_secs = 120\n[input_schema]\ntype = \"object\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("eve");
+    let child = std::process::Command::new(bin)
+        .args(["run", agent.path().to_str().unwrap(), "go", "-o", "json"])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while std::fs::read_to_string(&marker).map_or(true, |s| !s.ends_with('\n')) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        waited += 1;
+        assert!(waited < 500, "the tool never started");
+    }
+    let sleeper: i32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: sends SIGINT to the eve process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["end_reason"], "aborted");
+    assert_eq!(result["steps"], 1);
+    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+    let alive = stat
+        .rsplit(')')
+        .next()
+        .is_some_and(|rest| !rest.trim_start().starts_with('Z'));
+    assert!(!alive, "the tool's child process {sleeper} survived Ctrl-C");
+}
+
+#[test]
+fn json_output_reports_failures_before_the_turn_as_an_error_object() {
+    let agent = anthropic_agent();
+    let (result, output) = run_json(eve_run().env_remove("ANTHROPIC_API_KEY").args([
+        agent.path().to_str().unwrap(),
+        "hi",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(result["end_reason"], "error");
+    assert_eq!(result["steps"], 0);
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("ANTHROPIC_API_KEY is not set")
+    );
+}
+
+#[test]
+fn a_retried_reply_says_its_partial_text_is_discarded_and_quiet_keeps_steps_apart() {
+    let agent = anthropic_agent();
+    let mut broken = anthropic_reply("Partial answer that breaks", &[], 1);
+    broken.truncate(5);
+    let server = MockServer::start(vec![
+        Reply::Sse(anthropic_reply(
+            "First.",
+            &[("toolu_1", "echo", json!({"text": "x"}))],
+            1,
+        )),
+        Reply::Sse(broken),
+        Reply::Sse(anthropic_reply("Second.", &[], 1)),
+    ]);
+    let output = anthropic_cmd(&server, &agent)
+        .args([".", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("(the partial reply above is discarded)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "First.\nPartial answer \nSecond.\n"
+    );
+
+    let quiet = scripted_agent(
+        "- text: One.\n  tool_calls: [{name: echo, input: {text: a}}]\n- text: Two.\n",
+    );
+    let output = eve_run()
+        .args([quiet.path().to_str().unwrap(), "go", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "One.\nTwo.\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}

@@ -10,10 +10,22 @@ use crate::console::{Console, OutputMode};
 use crate::runner::{self, RunOptions, exit};
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let mode = match args.output {
+        Output::Text => OutputMode::Text,
+        Output::Json => OutputMode::Json,
+        Output::StreamJson => OutputMode::StreamJson,
+    };
+    let mut console = Console::new(
+        mode,
+        args.quiet,
+        std::io::stderr().is_terminal(),
+        std::io::stdout().lock(),
+        std::io::stderr(),
+    );
     let (dir, prompt) = split_positionals(args);
     let base = dir.to_string_lossy().into_owned();
     if !dir.is_dir() {
-        eprintln!("error: `{base}` is not a folder");
+        console.fail_early(&format!("`{base}` is not a folder"));
         return Ok(ExitCode::from(exit::USAGE));
     }
 
@@ -25,10 +37,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let Some(manifest) = build.manifest else {
-        eprintln!(
-            "error: could not build `{}`: fix the errors above, then run again",
+        console.fail_early(&format!(
+            "could not build `{}`: fix the errors above, then run again",
             compiler::agent_name(&dir)
-        );
+        ));
         return Ok(ExitCode::from(exit::FAILED));
     };
     compiler::write_manifest(&dir, &manifest)?;
@@ -36,7 +48,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let prompt = match read_prompt(prompt) {
         Ok(prompt) => prompt,
         Err(message) => {
-            eprintln!("error: {message}");
+            console.fail_early(&message);
             return Ok(ExitCode::from(exit::USAGE));
         }
     };
@@ -48,24 +60,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let (harness, events) = match runner::prepare(manifest, &dir, &options) {
         Ok(prepared) => prepared,
         Err(message) => {
-            eprintln!("error: {message}");
+            console.fail_early(&message);
             return Ok(ExitCode::from(exit::FAILED));
         }
     };
 
-    let mode = match args.output {
-        Output::Text => OutputMode::Text,
-        Output::Json => OutputMode::Json,
-        Output::StreamJson => OutputMode::StreamJson,
-    };
-    let spinner = std::io::stderr().is_terminal();
-    let mut console = Console::new(
-        mode,
-        args.quiet,
-        spinner,
-        std::io::stdout().lock(),
-        std::io::stderr(),
-    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -77,7 +77,10 @@ impl HttpTool {
     }
 
     async fn run(&self, input: &Value, ctx: &ToolContext) -> ToolOutput {
-        let env: BTreeMap<String, String> = std::env::vars().collect();
+        // Provider API keys stay out of reach, as they do for command tools.
+        let env: BTreeMap<String, String> = std::env::vars()
+            .filter(|(name, _)| !ctx.hidden_env.contains(name))
+            .collect();
         let request = match self.render(input, &ctx.agent_dir.to_string_lossy(), &env) {
             Ok(request) => request,
             Err(e) => return ToolOutput::error(e),
