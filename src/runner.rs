@@ -93,6 +93,7 @@ pub fn prepare(
         max_steps,
         retry: RetryPolicy::from_env(),
         hidden_env,
+        depth: 0,
     };
     let (emitter, rx) = Emitter::channel();
     let harness = Harness::new(config, emitter)?;

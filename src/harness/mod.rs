@@ -23,6 +23,7 @@ use crate::providers::{
     ToolResult, Usage,
 };
 use crate::tools::registry::parse_arguments;
+use crate::tools::state::SessionState;
 use crate::tools::{Registry, ToolContext, ToolOutput};
 use events::{Action, Emitter, EndReason, EventKind};
 
@@ -44,6 +45,8 @@ pub struct Config {
     pub retry: RetryPolicy,
     /// Environment variables hidden from the processes tools start.
     pub hidden_env: Vec<String>,
+    /// 0 for the top agent; a child agent runs one deeper.
+    pub depth: u32,
 }
 
 /// How a turn ended.
@@ -70,6 +73,8 @@ pub struct Harness {
     session_id: String,
     history: Vec<Message>,
     usage: Usage,
+    /// Read stamps and the todo list.
+    state: Arc<SessionState>,
 }
 
 /// What one model call produced.
@@ -110,6 +115,7 @@ impl Harness {
             session_id: crate::ids::new_id("ses"),
             history: Vec::new(),
             usage: Usage::default(),
+            state: Arc::new(SessionState::default()),
         })
     }
 
@@ -182,6 +188,8 @@ impl Harness {
             agent_dir: self.config.agent_dir.clone(),
             cancel: cancel.clone(),
             hidden_env: Arc::new(self.config.hidden_env.clone()),
+            state: self.state.clone(),
+            depth: self.config.depth,
         };
         let mut usage = Usage::default();
         let mut steps = 0;

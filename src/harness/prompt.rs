@@ -76,7 +76,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("agent.toml"),
-            "name = \"t\"\nmodel = \"openai/gpt-4.1\"\n[instructions]\nenv = [\"EVE_T_VAR\"]\n",
+            "name = \"t\"\nmodel = \"openai/gpt-4.1\"\ndefault_tools = false\n[instructions]\nenv = [\"EVE_T_VAR\"]\n",
         )
         .unwrap();
         std::fs::create_dir(dir.path().join("tools")).unwrap();

@@ -178,15 +178,9 @@ impl ToolExec for CommandTool {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use tokio_util::sync::CancellationToken;
 
     fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            agent_dir: dir.join("agent"),
-            cancel: CancellationToken::new(),
-            hidden_env: Arc::new(vec!["EVE_TEST_SECRET_KEY".into()]),
-        }
+        ToolContext::new(dir.to_path_buf(), dir.join("agent"))
     }
 
     fn tool(argv: &[&str], timeout_ms: u64) -> CommandTool {

@@ -5,6 +5,9 @@ pub mod command;
 pub mod http;
 pub mod output;
 pub mod registry;
+pub mod state;
+pub mod todo;
+pub mod workspace;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,10 +54,56 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Environment variables removed from every process a tool starts (provider API keys).
     pub hidden_env: Arc<Vec<String>>,
+    /// The session's read stamps and todo list.
+    pub state: Arc<state::SessionState>,
+    /// How deep this agent is nested: 0 for the top agent, 1 for its children…
+    pub depth: u32,
+}
+
+impl ToolContext {
+    /// A context for `workspace` with fresh state, for tests and benchmarks.
+    pub fn new(workspace: PathBuf, agent_dir: PathBuf) -> ToolContext {
+        ToolContext {
+            workspace,
+            agent_dir,
+            cancel: CancellationToken::new(),
+            hidden_env: Arc::new(Vec::new()),
+            state: Arc::new(state::SessionState::default()),
+            depth: 0,
+        }
+    }
+
+    /// Resolves a path the model gave, inside the workspace.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolOutput> {
+        workspace::resolve(&self.workspace, path).map_err(ToolOutput::error)
+    }
+
+    /// A path for messages to the model: relative to the workspace.
+    pub fn display(&self, path: &std::path::Path) -> String {
+        workspace::display(&self.workspace, path)
+    }
+}
+
+/// Reads a tool's input into its typed form; the schema has already been checked, so an
+/// error here means the schema and the type disagree.
+pub fn parse_input<T: serde::de::DeserializeOwned>(input: &Value) -> Result<T, ToolOutput> {
+    serde_json::from_value(input.clone())
+        .map_err(|e| ToolOutput::error(format!("invalid arguments: {e}")))
 }
 
 /// Something that can execute calls of one tool. Errors are results, never panics.
 pub trait ToolExec: Send + Sync + std::fmt::Debug {
     /// Runs one call with already validated `input`.
     fn call<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput>;
+
+    /// A refusal decided from the input alone, before any approval is asked (bash's `deny`).
+    fn precheck(&self, _input: &Value) -> Option<ToolOutput> {
+        None
+    }
+
+    /// Whether the tool's own policy lets this call run without a person's approval even
+    /// when `approval = "always"` (bash's `allow`).
+    fn approved_by_policy(&self, _input: &Value) -> bool {
+        false
+    }
 }

@@ -1,0 +1,99 @@
+//! What tools remember within a session: the read stamps of files and the todo list.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// What `read_file` saw of a file: the SHA-256 of its content and its length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub sha256: [u8; 32],
+    pub len: u64,
+}
+
+impl Stamp {
+    /// The stamp of `bytes`.
+    pub fn of(bytes: &[u8]) -> Stamp {
+        Stamp {
+            sha256: Sha256::digest(bytes).into(),
+            len: bytes.len() as u64,
+        }
+    }
+}
+
+/// One item of the todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    pub content: String,
+    pub status: TodoStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// Tool state of one session, shared by every call of the session.
+#[derive(Debug, Default)]
+pub struct SessionState {
+    stamps: Mutex<HashMap<PathBuf, Stamp>>,
+    todos: Mutex<Vec<Todo>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl SessionState {
+    /// Records what was read of `path` (a resolved, absolute path).
+    pub fn stamp(&self, path: &Path, stamp: Stamp) {
+        lock(&self.stamps).insert(path.to_path_buf(), stamp);
+    }
+
+    /// The stamp of `path`, if it was read.
+    pub fn stamp_of(&self, path: &Path) -> Option<Stamp> {
+        lock(&self.stamps).get(path).copied()
+    }
+
+    /// Forgets every stamp (after compaction the model no longer holds the contents).
+    pub fn clear_stamps(&self) {
+        lock(&self.stamps).clear();
+    }
+
+    /// The todo list.
+    pub fn todos(&self) -> Vec<Todo> {
+        lock(&self.todos).clone()
+    }
+
+    /// Replaces the todo list.
+    pub fn set_todos(&self, todos: Vec<Todo>) {
+        *lock(&self.todos) = todos;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_are_per_path_and_can_be_cleared() {
+        let state = SessionState::default();
+        let a = Path::new("/w/a");
+        assert_eq!(state.stamp_of(a), None);
+        state.stamp(a, Stamp::of(b"one"));
+        assert_eq!(state.stamp_of(a), Some(Stamp::of(b"one")));
+        assert_ne!(Stamp::of(b"one"), Stamp::of(b"two"));
+        assert_eq!(Stamp::of(b"one").len, 3);
+        state.clear_stamps();
+        assert_eq!(state.stamp_of(a), None);
+    }
+}

@@ -1,0 +1,79 @@
+//! `todo`: replaces the session's todo list and returns it.
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::state::{Todo, TodoStatus};
+use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    todos: Vec<Todo>,
+}
+
+/// The `todo` tool.
+#[derive(Debug, Clone, Copy)]
+pub struct TodoTool;
+
+/// The list as the model and the person see it.
+pub fn render(todos: &[Todo]) -> String {
+    if todos.is_empty() {
+        return "The todo list is empty.".into();
+    }
+    let done = todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Completed)
+        .count();
+    let mut out = format!("Todo list ({done} of {} completed):", todos.len());
+    for todo in todos {
+        let mark = match todo.status {
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::InProgress => "[>]",
+            TodoStatus::Completed => "[x]",
+        };
+        out.push_str(&format!("\n{mark} {}", todo.content));
+    }
+    out
+}
+
+impl ToolExec for TodoTool {
+    fn call<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let input: Input = match parse_input(input) {
+                Ok(input) => input,
+                Err(e) => return e,
+            };
+            ctx.state.set_todos(input.todos);
+            ToolOutput::ok(render(&ctx.state.todos()))
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn the_list_is_replaced_and_returned() {
+        let ctx = ToolContext::new("/w".into(), "/a".into());
+        let first = json!({"todos": [{"content": "Read the code", "status": "completed"}, {"content": "Fix the bug", "status": "in_progress"}, {"content": "Run the tests", "status": "pending"}]});
+        let out = TodoTool.call(&first, &ctx).await;
+        assert!(!out.is_error);
+        assert_eq!(
+            out.content,
+            "Todo list (1 of 3 completed):\n[x] Read the code\n[>] Fix the bug\n[ ] Run the tests"
+        );
+        let second = json!({"todos": [{"content": "Only this", "status": "pending"}]});
+        TodoTool.call(&second, &ctx).await;
+        assert_eq!(
+            ctx.state.todos().len(),
+            1,
+            "the list is replaced, not appended to"
+        );
+        assert_eq!(render(&[]), "The todo list is empty.");
+    }
+}
