@@ -190,6 +190,14 @@ impl Harness {
             hidden_env: Arc::new(self.config.hidden_env.clone()),
             state: self.state.clone(),
             depth: self.config.depth,
+            read_roots: Arc::new(
+                self.config
+                    .agent_dir
+                    .join("skills")
+                    .canonicalize()
+                    .into_iter()
+                    .collect(),
+            ),
         };
         let mut usage = Usage::default();
         let mut steps = 0;

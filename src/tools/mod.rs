@@ -2,12 +2,16 @@
 
 pub mod catalog;
 pub mod command;
+pub mod edit_file;
+pub mod files;
 pub mod http;
 pub mod output;
+pub mod read_file;
 pub mod registry;
 pub mod state;
 pub mod todo;
 pub mod workspace;
+pub mod write_file;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,6 +62,9 @@ pub struct ToolContext {
     pub state: Arc<state::SessionState>,
     /// How deep this agent is nested: 0 for the top agent, 1 for its children…
     pub depth: u32,
+    /// Folders outside the workspace that read_file may read by absolute path (the
+    /// agent's skills, whose resource files load_skill lists).
+    pub read_roots: Arc<Vec<PathBuf>>,
 }
 
 impl ToolContext {
@@ -70,6 +77,25 @@ impl ToolContext {
             hidden_env: Arc::new(Vec::new()),
             state: Arc::new(state::SessionState::default()),
             depth: 0,
+            read_roots: Arc::new(Vec::new()),
+        }
+    }
+
+    /// Resolves a path to read: inside the workspace, or an absolute path inside one of
+    /// the read-only roots.
+    pub fn resolve_readable(&self, path: &str) -> Result<PathBuf, ToolOutput> {
+        match workspace::resolve(&self.workspace, path) {
+            Ok(resolved) => Ok(resolved),
+            Err(e) => {
+                if std::path::Path::new(path).is_absolute() {
+                    for root in self.read_roots.iter() {
+                        if let Ok(resolved) = workspace::resolve(root, path) {
+                            return Ok(resolved);
+                        }
+                    }
+                }
+                Err(ToolOutput::error(e))
+            }
         }
     }
 

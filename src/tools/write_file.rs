@@ -1,0 +1,186 @@
+//! `write_file`: whole-file writes, atomic, with the read-before-write and stale-read checks.
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::files::{check_fresh, count_lines, lines, write_atomic};
+use super::state::Stamp;
+use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    path: String,
+    content: String,
+}
+
+/// The `write_file` tool.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteFile;
+
+fn write(ctx: &ToolContext, input: Input) -> ToolOutput {
+    let path = match ctx.resolve(&input.path) {
+        Ok(path) => path,
+        Err(e) => return e,
+    };
+    let shown = ctx.display(&path);
+    if path.is_dir() {
+        return ToolOutput::error(format!("`{shown}` is a folder; give the path of a file"));
+    }
+    let previous = match check_fresh(ctx, &path) {
+        Ok(previous) => previous,
+        Err(refused) => return refused,
+    };
+    if let Err(e) = write_atomic(&path, input.content.as_bytes()) {
+        return ToolOutput::error(format!("cannot write `{shown}`: {e}"));
+    }
+    ctx.state.stamp(&path, Stamp::of(input.content.as_bytes()));
+    let size = format!(
+        "{}, {} bytes",
+        lines(count_lines(&input.content)),
+        input.content.len()
+    );
+    match previous {
+        None => ToolOutput::ok(format!("Created `{shown}` ({size}).")),
+        Some(old) => ToolOutput::ok(format!(
+            "Wrote `{shown}` ({size}; it had {}).",
+            lines(count_lines(&String::from_utf8_lossy(&old)))
+        )),
+    }
+}
+
+impl ToolExec for WriteFile {
+    fn call<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let input: Input = match parse_input(input) {
+                Ok(input) => input,
+                Err(e) => return e,
+            };
+            let ctx = ctx.clone();
+            tokio::task::spawn_blocking(move || write(&ctx, input))
+                .await
+                .unwrap_or_else(|e| ToolOutput::error(format!("write_file stopped: {e}")))
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::tools::read_file::ReadFile;
+    use serde_json::json;
+
+    fn setup() -> (tempfile::TempDir, ToolContext) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let ctx = ToolContext::new(root.clone(), root.join("agent"));
+        (tmp, ctx)
+    }
+
+    #[tokio::test]
+    async fn new_files_need_no_read_and_parent_folders_are_created() {
+        let (_tmp, ctx) = setup();
+        let out = WriteFile
+            .call(&json!({"path": "a/b/new.txt", "content": "x\ny\n"}), &ctx)
+            .await;
+        assert_eq!(
+            out,
+            ToolOutput::ok("Created `a/b/new.txt` (2 lines, 4 bytes).")
+        );
+        assert_eq!(
+            std::fs::read_to_string(ctx.workspace.join("a/b/new.txt")).unwrap(),
+            "x\ny\n"
+        );
+        // The write stamps the file: writing it again needs no read.
+        let again = WriteFile
+            .call(&json!({"path": "a/b/new.txt", "content": "z"}), &ctx)
+            .await;
+        assert_eq!(
+            again,
+            ToolOutput::ok("Wrote `a/b/new.txt` (1 line, 1 bytes; it had 2 lines).")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_existing_file_must_have_been_read_and_unchanged_since() {
+        let (_tmp, ctx) = setup();
+        let file = ctx.workspace.join("main.rs");
+        std::fs::write(&file, "old").unwrap();
+        let unread = WriteFile
+            .call(&json!({"path": "main.rs", "content": "new"}), &ctx)
+            .await;
+        assert!(unread.is_error);
+        assert!(
+            unread.content.contains("has not been read in this session"),
+            "{unread:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+
+        ReadFile.call(&json!({"path": "main.rs"}), &ctx).await;
+        std::fs::write(&file, "changed behind the model's back").unwrap();
+        let stale = WriteFile
+            .call(&json!({"path": "main.rs", "content": "new"}), &ctx)
+            .await;
+        assert!(stale.is_error);
+        assert!(
+            stale
+                .content
+                .contains("was modified since it was last read"),
+            "{stale:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "changed behind the model's back"
+        );
+
+        ReadFile.call(&json!({"path": "main.rs"}), &ctx).await;
+        let ok = WriteFile
+            .call(&json!({"path": "main.rs", "content": "new"}), &ctx)
+            .await;
+        assert!(!ok.is_error, "{ok:?}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn writes_keep_permissions_leave_no_temp_files_and_never_leave_the_workspace() {
+        use std::os::unix::fs::PermissionsExt;
+        let (tmp, ctx) = setup();
+        let script = ctx.workspace.join("run.sh");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ReadFile.call(&json!({"path": "run.sh"}), &ctx).await;
+        WriteFile
+            .call(
+                &json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}),
+                &ctx,
+            )
+            .await;
+        assert_eq!(
+            std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let names: Vec<_> = std::fs::read_dir(&ctx.workspace)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["run.sh"]);
+
+        let outside = tmp.path().join("outside.txt");
+        let out = WriteFile
+            .call(&json!({"path": "../outside.txt", "content": "x"}), &ctx)
+            .await;
+        assert!(out.is_error && out.content.contains("outside the workspace"));
+        assert!(!outside.exists());
+        std::os::unix::fs::symlink(tmp.path(), ctx.workspace.join("up")).unwrap();
+        let out = WriteFile
+            .call(&json!({"path": "up/escaped.txt", "content": "x"}), &ctx)
+            .await;
+        assert!(out.is_error && out.content.contains("symlink"), "{out:?}");
+        assert!(!tmp.path().join("escaped.txt").exists());
+    }
+}
