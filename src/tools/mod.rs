@@ -1,5 +1,6 @@
 //! Tools the model can call: the built-in catalog, the registry a run offers, and the executors.
 
+pub mod bash;
 pub mod catalog;
 pub mod command;
 pub mod edit_file;

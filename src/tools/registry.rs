@@ -58,6 +58,7 @@ fn executor(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
 fn builtin(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
     match tool.name.as_str() {
         "todo" => Ok(Arc::new(super::todo::TodoTool)),
+        "bash" => Ok(Arc::new(super::bash::Bash::new(tool)?)),
         "read_file" => Ok(Arc::new(super::read_file::ReadFile)),
         "write_file" => Ok(Arc::new(super::write_file::WriteFile)),
         "edit_file" => Ok(Arc::new(super::edit_file::EditFile)),
