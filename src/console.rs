@@ -64,7 +64,58 @@ impl<O: Write, E: Write> Console<O, E> {
                 }
             }
             OutputMode::Json => {}
+            OutputMode::Text if event.meta.session_id.is_some() => self.child_text(&event.kind),
             OutputMode::Text => self.text(&event.kind),
+        }
+    }
+
+    /// A child agent's events: only its tool calls, indented; its text is its parent's result.
+    fn child_text(&mut self, kind: &EventKind) {
+        if self.quiet {
+            return;
+        }
+        match kind {
+            EventKind::SessionStarted { agent, model, .. } => {
+                self.note(&format!("  ⤷ {agent} ({model}) started"));
+            }
+            EventKind::ActionsRequested { actions, .. } => {
+                for action in actions {
+                    let line = match compact_input(&action.input) {
+                        input if input.is_empty() => format!("    → {}", action.name),
+                        input => format!("    → {} {input}", action.name),
+                    };
+                    self.note(&line);
+                }
+            }
+            EventKind::ActionResult {
+                name,
+                output,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                let took = format_duration(Duration::from_millis(*duration_ms));
+                let line = if *is_error {
+                    format!(
+                        "      ✗ {name} failed ({took}): {}",
+                        first_line(output, 160)
+                    )
+                } else {
+                    format!("      ← {name}: {} ({took})", summary(output))
+                };
+                self.note(&line);
+            }
+            EventKind::StepFailed {
+                error,
+                retry_in_ms: Some(ms),
+                ..
+            } => {
+                self.note(&format!(
+                    "    ! {error}; retrying in {}",
+                    format_duration(Duration::from_millis(*ms))
+                ));
+            }
+            _ => {}
         }
     }
 
@@ -325,6 +376,7 @@ mod tests {
             meta: Meta {
                 id: "evt_1".into(),
                 at: "2026-01-01T00:00:00.000Z".into(),
+                session_id: None,
             },
         }
     }

@@ -20,6 +20,9 @@ pub struct Event {
 pub struct Meta {
     pub id: String,
     pub at: String,
+    /// Set on the events of a child agent (the `agent` tool, a subagent): its session id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// Why a turn ended.
@@ -198,13 +201,29 @@ impl EventKind {
 #[derive(Debug, Clone)]
 pub struct Emitter {
     tx: mpsc::UnboundedSender<Event>,
+    /// A child agent's session id, stamped on each of its events.
+    session_id: Option<String>,
 }
 
 impl Emitter {
     /// An emitter and the receiving end of its channel.
     pub fn channel() -> (Emitter, mpsc::UnboundedReceiver<Event>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Emitter { tx }, rx)
+        (
+            Emitter {
+                tx,
+                session_id: None,
+            },
+            rx,
+        )
+    }
+
+    /// The same channel, for a child agent's events: each carries `meta.session_id`.
+    pub fn for_child(&self, session_id: &str) -> Emitter {
+        Emitter {
+            tx: self.tx.clone(),
+            session_id: Some(session_id.to_string()),
+        }
     }
 
     /// Stamps `kind` with a new id and the current time and sends it.
@@ -214,6 +233,7 @@ impl Emitter {
             meta: Meta {
                 id: ids::new_id("evt"),
                 at: ids::now_rfc3339(),
+                session_id: self.session_id.clone(),
             },
         };
         let _ = self.tx.send(event);

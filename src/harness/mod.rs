@@ -63,6 +63,62 @@ pub struct TurnOutcome {
     pub usage: Usage,
 }
 
+/// Starts child agents for the `agent` tool and subagents: what they share with the
+/// agent that starts them (provider, workspace, event channel, hidden variables).
+#[derive(Debug)]
+pub struct Spawner {
+    config: Config,
+    emitter: Emitter,
+}
+
+impl Spawner {
+    /// Runs one turn of a new child session at `depth` answering `task`. A child whose
+    /// model is the parent's (the `agent` tool, a subagent that inherits it) uses the
+    /// parent's provider, `--model` override included; another model is resolved anew.
+    pub async fn run_child(
+        &self,
+        manifest: Arc<Manifest>,
+        agent_dir: PathBuf,
+        depth: u32,
+        task: String,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, String> {
+        let (provider, model_id, model) =
+            if manifest.agent.model == self.config.manifest.agent.model {
+                (
+                    self.config.provider.clone(),
+                    self.config.model_id.clone(),
+                    self.config.model.clone(),
+                )
+            } else {
+                let resolved = crate::providers::resolve(
+                    &manifest.agent.model,
+                    &manifest.agent.providers,
+                    &agent_dir,
+                    &|name| std::env::var(name).ok(),
+                )?;
+                (resolved.provider, resolved.model_id, resolved.reference)
+            };
+        let config = Config {
+            max_steps: manifest.agent.limits.max_steps,
+            manifest,
+            agent_dir,
+            workspace: self.config.workspace.clone(),
+            provider,
+            model_id,
+            model,
+            retry: self.config.retry,
+            hidden_env: self.config.hidden_env.clone(),
+            depth,
+        };
+        let mut child = Harness::new(config, self.emitter.clone())?;
+        child.start();
+        let outcome = Box::pin(child.run_turn(task, cancel)).await;
+        child.finish(&outcome);
+        Ok(outcome)
+    }
+}
+
 /// One session: a system prompt, the tools, and the history of its turns.
 #[derive(Debug)]
 pub struct Harness {
@@ -99,6 +155,12 @@ enum CallFailure {
 impl Harness {
     /// A new session. Fails when the instructions cannot be rendered.
     pub fn new(config: Config, emitter: Emitter) -> Result<Harness, String> {
+        let session_id = crate::ids::new_id("ses");
+        let emitter = if config.depth > 0 {
+            emitter.for_child(&session_id)
+        } else {
+            emitter
+        };
         let registry = Arc::new(Registry::from_manifest(&config.manifest));
         let system = prompt::system_prompt(
             &config.manifest,
@@ -112,7 +174,7 @@ impl Harness {
             registry,
             system,
             emitter,
-            session_id: crate::ids::new_id("ses"),
+            session_id,
             history: Vec::new(),
             usage: Usage::default(),
             state: Arc::new(SessionState::default()),
@@ -198,6 +260,10 @@ impl Harness {
                     .into_iter()
                     .collect(),
             ),
+            spawner: Some(Arc::new(Spawner {
+                config: self.config.clone(),
+                emitter: self.emitter.clone(),
+            })),
         };
         let mut usage = Usage::default();
         let mut steps = 0;

@@ -1,11 +1,13 @@
 //! Tools the model can call: the built-in catalog, the registry a run offers, and the executors.
 
+pub mod agent;
 pub mod bash;
 pub mod catalog;
 pub mod command;
 pub mod edit_file;
 pub mod files;
 pub mod http;
+pub mod load_skill;
 pub mod output;
 pub mod read_file;
 pub mod registry;
@@ -66,6 +68,8 @@ pub struct ToolContext {
     /// Folders outside the workspace that read_file may read by absolute path (the
     /// agent's skills, whose resource files load_skill lists).
     pub read_roots: Arc<Vec<PathBuf>>,
+    /// Starts child agents (the `agent` tool and subagents); `None` where none may start.
+    pub spawner: Option<Arc<crate::harness::Spawner>>,
 }
 
 impl ToolContext {
@@ -79,6 +83,7 @@ impl ToolContext {
             state: Arc::new(state::SessionState::default()),
             depth: 0,
             read_roots: Arc::new(Vec::new()),
+            spawner: None,
         }
     }
 

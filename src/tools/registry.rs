@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::agent::{AgentTool, DEFAULT_MAX_DEPTH, Target};
 use super::command::CommandTool;
 use super::http::HttpTool;
 use super::{ToolContext, ToolExec, ToolOutput};
@@ -28,7 +29,10 @@ pub struct Registry {
 }
 
 /// Why eve cannot execute a tool of the manifest, if it cannot.
-fn executor(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
+fn executor(
+    tool: &manifest::Tool,
+    manifest: &manifest::Manifest,
+) -> Result<Arc<dyn ToolExec>, String> {
     let timeout = Duration::from_secs(tool.timeout_secs.max(1));
     match &tool.executor {
         Executor::Command { argv } => Ok(Arc::new(CommandTool {
@@ -49,19 +53,58 @@ fn executor(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
             body: body.clone(),
             timeout,
         })),
-        Executor::Builtin => builtin(tool),
-        Executor::Subagent { .. } => Err("this version of eve cannot run subagents yet".into()),
+        Executor::Builtin => builtin(tool, manifest),
+        Executor::Subagent { name } => {
+            let subagent = manifest
+                .subagents
+                .iter()
+                .find(|s| &s.name == name)
+                .ok_or_else(|| format!("the manifest has no subagent `{name}`"))?;
+            Ok(Arc::new(AgentTool {
+                name: tool.name.clone(),
+                target: Target::Subagent {
+                    manifest: Arc::new((*subagent.manifest).clone()),
+                    path: subagent.path.clone(),
+                },
+                max_depth: max_depth(manifest),
+            }))
+        }
     }
 }
 
+/// How deep agents may nest: the `agent` tool's `max_depth` setting, else the default.
+fn max_depth(manifest: &manifest::Manifest) -> u32 {
+    manifest
+        .tools
+        .iter()
+        .find(|t| t.name == "agent" && t.source != manifest::ToolSource::Custom)
+        .and_then(|t| t.settings.get("max_depth"))
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_MAX_DEPTH, |d| u32::try_from(d).unwrap_or(u32::MAX))
+}
+
 /// The executor of a built-in tool, configured by its manifest entry (settings, timeout).
-fn builtin(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
+fn builtin(
+    tool: &manifest::Tool,
+    manifest: &manifest::Manifest,
+) -> Result<Arc<dyn ToolExec>, String> {
     match tool.name.as_str() {
+        "load_skill" => Ok(Arc::new(super::load_skill::LoadSkill {
+            skills: manifest.skills.clone(),
+        })),
+        "agent" => Ok(Arc::new(AgentTool {
+            name: tool.name.clone(),
+            target: Target::Copy(Arc::new(manifest.clone())),
+            max_depth: max_depth(manifest),
+        })),
         "todo" => Ok(Arc::new(super::todo::TodoTool)),
         "bash" => Ok(Arc::new(super::bash::Bash::new(tool)?)),
         "read_file" => Ok(Arc::new(super::read_file::ReadFile)),
         "write_file" => Ok(Arc::new(super::write_file::WriteFile)),
         "edit_file" => Ok(Arc::new(super::edit_file::EditFile)),
+        "ask_question" => Err(
+            "this version of eve cannot run it yet: questions need a person to answer, which comes with sessions".into(),
+        ),
         _ => Err("this version of eve cannot run the built-in tool yet".into()),
     }
 }
@@ -73,7 +116,7 @@ impl Registry {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
         for tool in &manifest.tools {
-            let built = executor(tool).and_then(|exec| {
+            let built = executor(tool, manifest).and_then(|exec| {
                 let validator = jsonschema::validator_for(&tool.input_schema)
                     .map_err(|e| format!("its input schema is invalid: {e}"))?;
                 Ok((exec, validator))
@@ -233,18 +276,28 @@ mod tests {
     #[test]
     fn only_executable_tools_are_offered_and_the_rest_are_listed_with_a_reason() {
         let registry = Registry::from_manifest(&manifest());
-        assert!(registry.names().contains(&"git_history".to_string()));
-        let unavailable: Vec<&str> = registry
+        let names = registry.names();
+        for offered in [
+            "bash",
+            "read_file",
+            "edit_file",
+            "git_history",
+            "explorer",
+            "load_skill",
+        ] {
+            assert!(
+                names.iter().any(|n| n == offered),
+                "{offered} is not offered: {names:?}"
+            );
+        }
+        let ask = registry
             .unavailable()
             .iter()
-            .map(|u| u.name.as_str())
-            .collect();
-        assert!(
-            unavailable.contains(&"bash") && unavailable.contains(&"explorer"),
-            "{unavailable:?}"
-        );
-        assert!(registry.unavailable()[0].reason.contains("cannot run"));
-        assert_eq!(registry.specs().len(), registry.names().len());
+            .find(|u| u.name == "ask_question")
+            .unwrap();
+        assert!(ask.reason.contains("cannot run"), "{}", ask.reason);
+        assert!(!names.iter().any(|n| n == "ask_question"));
+        assert_eq!(registry.specs().len(), names.len());
     }
 
     #[test]

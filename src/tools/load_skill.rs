@@ -1,0 +1,168 @@
+//! `load_skill`: a skill's body and the list of its resource files.
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::manifest::Skill;
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    name: String,
+}
+
+/// The `load_skill` tool over the manifest's skills.
+#[derive(Debug, Clone)]
+pub struct LoadSkill {
+    pub skills: Vec<Skill>,
+}
+
+impl LoadSkill {
+    fn load(&self, name: &str, ctx: &ToolContext) -> ToolOutput {
+        let Some(skill) = self.skills.iter().find(|s| s.name == name) else {
+            let names: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
+            let hint = crate::suggest::closest(name, names.iter().copied())
+                .map(|near| format!(" Did you mean `{near}`?"))
+                .unwrap_or_default();
+            return ToolOutput::error(format!(
+                "There is no skill named `{name}`.{hint} Available skills: {}.",
+                names.join(", ")
+            ));
+        };
+        let file = ctx.agent_dir.join(&skill.path);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "cannot read skill `{name}` from `{}`: {e}",
+                    skill.path
+                ));
+            }
+        };
+        let Some(body) = text.get(skill.body_offset..) else {
+            return ToolOutput::error(format!(
+                "skill `{name}` changed since the agent was built; rebuild it (eve build) and load it again"
+            ));
+        };
+        let hash = format!(
+            "sha256:{}",
+            crate::compiler::inputs::hex(&Sha256::digest(body.as_bytes()))
+        );
+        if hash != skill.body_hash {
+            return ToolOutput::error(format!(
+                "skill `{name}` changed since the agent was built; rebuild it (eve build) and load it again"
+            ));
+        }
+        let mut out = format!("<skill name=\"{name}\">\n{}\n</skill>", body.trim());
+        if !skill.resources.is_empty() {
+            out.push_str("\n\nResource files of this skill (read them with read_file when the instructions above refer to them):");
+            for resource in &skill.resources {
+                let path = ctx.agent_dir.join(resource);
+                let path = path.canonicalize().unwrap_or(path);
+                out.push_str(&format!("\n- {}", ctx.display(&path)));
+            }
+        }
+        ToolOutput::ok(out)
+    }
+}
+
+impl ToolExec for LoadSkill {
+    fn call<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            match parse_input::<Input>(input) {
+                Ok(input) => self.load(&input.name, ctx),
+                Err(e) => e,
+            }
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_skill_comes_with_its_body_and_resource_paths() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("example-agent")
+            .canonicalize()
+            .unwrap();
+        let manifest = crate::compiler::compile(&dir).manifest.unwrap();
+        let tool = LoadSkill {
+            skills: manifest.skills.clone(),
+        };
+        // The workspace is the repository: resources show relative to it.
+        let ctx = ToolContext::new(dir.parent().unwrap().to_path_buf(), dir.clone());
+        let out = tool
+            .call(&json!({"name": "write-release-notes"}), &ctx)
+            .await;
+        assert!(!out.is_error, "{out:?}");
+        assert!(
+            out.content
+                .starts_with("<skill name=\"write-release-notes\">\n"),
+            "{}",
+            out.content
+        );
+        assert!(
+            !out.content.contains("\n---\n"),
+            "the frontmatter is not part of the body"
+        );
+        assert!(
+            out.content
+                .ends_with("\n- example-agent/skills/write-release-notes/template.md"),
+            "{}",
+            out.content
+        );
+
+        let unknown = tool.call(&json!({"name": "review-change"}), &ctx).await;
+        assert!(unknown.is_error);
+        assert_eq!(
+            unknown.content,
+            "There is no skill named `review-change`. Did you mean `review-changes`? Available skills: review-changes, write-release-notes."
+        );
+    }
+
+    #[tokio::test]
+    async fn a_skill_edited_after_the_build_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir(dir.join("skills")).unwrap();
+        std::fs::write(
+            dir.join("agent.toml"),
+            "name = \"s\"\nmodel = \"openai/gpt-4.1\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("instructions.md"), "Hi.\n").unwrap();
+        std::fs::write(
+            dir.join("skills/fix.md"),
+            "---\ndescription: Fix things\n---\nStep one.\n",
+        )
+        .unwrap();
+        let manifest = crate::compiler::compile(&dir).manifest.unwrap();
+        let tool = LoadSkill {
+            skills: manifest.skills,
+        };
+        let ctx = ToolContext::new(dir.clone(), dir.clone());
+        assert_eq!(
+            tool.call(&json!({"name": "fix"}), &ctx).await.content,
+            "<skill name=\"fix\">\nStep one.\n</skill>"
+        );
+        std::fs::write(
+            dir.join("skills/fix.md"),
+            "---\ndescription: Fix things\n---\nStep two.\n",
+        )
+        .unwrap();
+        assert!(
+            tool.call(&json!({"name": "fix"}), &ctx)
+                .await
+                .content
+                .contains("changed since the agent was built")
+        );
+    }
+}
