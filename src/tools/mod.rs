@@ -7,6 +7,7 @@ pub mod output;
 pub mod registry;
 pub mod state;
 pub mod todo;
+pub mod web_fetch;
 pub mod workspace;
 
 use std::path::PathBuf;

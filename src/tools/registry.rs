@@ -58,6 +58,9 @@ fn executor(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
 fn builtin(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
     match tool.name.as_str() {
         "todo" => Ok(Arc::new(super::todo::TodoTool)),
+        "web_fetch" => Ok(Arc::new(super::web_fetch::WebFetchTool::from_manifest(
+            tool,
+        ))),
         _ => Err("this version of eve cannot run the built-in tool yet".into()),
     }
 }
@@ -250,7 +253,10 @@ mod tests {
         assert!(unknown.is_error);
         assert_eq!(
             unknown.content,
-            format!("There is no tool named `git_histroy`. Did you mean `git_history`? Available tools: {}.", registry.names().join(", "))
+            format!(
+                "There is no tool named `git_histroy`. Did you mean `git_history`? Available tools: {}.",
+                registry.names().join(", ")
+            )
         );
         let invalid = registry
             .check(&call("git_history", json!({"limit": 0, "colour": true})))
