@@ -163,7 +163,7 @@ impl Provider for HttpProvider {
 }
 
 /// An error and its causes on one line: reqwest's own message rarely says what failed.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

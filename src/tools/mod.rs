@@ -13,6 +13,7 @@ pub mod read_file;
 pub mod registry;
 pub mod state;
 pub mod todo;
+pub mod web_fetch;
 pub mod workspace;
 pub mod write_file;
 

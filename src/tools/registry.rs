@@ -105,6 +105,9 @@ fn builtin(
         "ask_question" => Err(
             "this version of eve cannot run it yet: questions need a person to answer, which comes with sessions".into(),
         ),
+        "web_fetch" => Ok(Arc::new(super::web_fetch::WebFetchTool::from_manifest(
+            tool,
+        ))),
         _ => Err("this version of eve cannot run the built-in tool yet".into()),
     }
 }
