@@ -924,3 +924,225 @@ fn an_http_tool_sends_its_rendered_request_and_returns_the_body() {
         results[1]
     );
 }
+
+#[test]
+fn anthropic_web_search_is_declared_and_its_blocks_go_back_unchanged() {
+    let agent = Agent::new(
+        "name = \"mock-agent\"\nmodel = \"anthropic/claude-test\"\ndefault_tools = false\n",
+        "Search.",
+        &[("echo", ECHO_TOOL), ("web_search", "")],
+    );
+    let result_block = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "title": "Rust 1.95", "url": "https://blog.rust-lang.org/rust-1.95", "encrypted_content": "EqwK", "page_age": null}
+    ]});
+    let citation = json!({"type": "web_search_result_location", "url": "https://blog.rust-lang.org/rust-1.95", "title": "Rust 1.95", "encrypted_index": "Eo8B", "cited_text": "Rust 1.95 is out"});
+    let first = vec![
+        anthropic_event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "claude-test", "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me search."}}),
+        ),
+        anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"rust 1.95"}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": " release\"}"}}),
+        ),
+        anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        ),
+        anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 2, "content_block": result_block}),
+        ),
+        anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 2}),
+        ),
+        anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 3, "content_block": {"type": "text", "text": ""}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 3, "delta": {"type": "citations_delta", "citation": citation}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "Rust 1.95 is out."}}),
+        ),
+        anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 3}),
+        ),
+        anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 4, "content_block": {"type": "tool_use", "id": "toolu_2", "name": "echo", "input": {}}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 4, "delta": {"type": "input_json_delta", "partial_json": "{\"text\": \"hi\"}"}}),
+        ),
+        anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 4}),
+        ),
+        anthropic_event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30, "server_tool_use": {"web_search_requests": 1}}}),
+        ),
+        anthropic_event("message_stop", json!({"type": "message_stop"})),
+    ];
+    let server = MockServer::start(vec![
+        Reply::Sse(first),
+        Reply::Sse(anthropic_reply("Done.", &[], 1)),
+    ]);
+    let output = anthropic_cmd(&server, &agent)
+        .args([".", "what is new in rust?", "-o", "stream-json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let requests = server.requests();
+    assert!(
+        requests[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 5})),
+        "{}",
+        requests[0].body["tools"]
+    );
+    assert_eq!(
+        requests[1].body["messages"][1],
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Let me search."},
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rust 1.95 release"}},
+            result_block,
+            {"type": "text", "text": "Rust 1.95 is out.", "citations": [citation]},
+            {"type": "tool_use", "id": "toolu_2", "name": "echo", "input": {"text": "hi"}},
+        ]})
+    );
+    assert_eq!(
+        requests[1].body["messages"][2]["content"][0]["tool_use_id"],
+        "toolu_2"
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let search = events
+        .iter()
+        .find(|e| e["type"] == "action.result" && e["data"]["name"] == "web_search")
+        .unwrap();
+    assert_eq!(
+        search["data"]["output"],
+        "Rust 1.95 — https://blog.rust-lang.org/rust-1.95"
+    );
+
+    // With an OpenAI-compatible model the same agent has no web_search to offer.
+    let openai = Agent::new(
+        "name = \"mock-agent\"\nmodel = \"anthropic/claude-test\"\ndefault_tools = false\n[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+        "Search.",
+        &[("web_search", "")],
+    );
+    let script = openai.path().join("r.yaml");
+    std::fs::write(&script, "- text: hi\n").unwrap();
+    let log = openai.path().join("log.jsonl");
+    let output = eve_run()
+        .env("EVE_SCRIPTED_LOG", &log)
+        .args([
+            openai.path().to_str().unwrap(),
+            "hi",
+            "--model",
+            &format!("scripted:{}", script.display()),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let request: Value = serde_json::from_str(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(request["tools"], json!([]));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("web_search"));
+}
+
+#[test]
+fn a_paused_server_tool_turn_is_sent_back_to_continue() {
+    let agent = Agent::new(
+        "name = \"mock-agent\"\nmodel = \"anthropic/claude-test\"\ndefault_tools = false\n",
+        "Search.",
+        &[("web_search", "")],
+    );
+    let paused = vec![
+        anthropic_event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "claude-test", "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "srvtoolu_9", "name": "web_search", "input": {}}}),
+        ),
+        anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"x\"}"}}),
+        ),
+        anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        anthropic_event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "pause_turn"}, "usage": {"output_tokens": 5}}),
+        ),
+        anthropic_event("message_stop", json!({"type": "message_stop"})),
+    ];
+    let server = MockServer::start(vec![
+        Reply::Sse(paused),
+        Reply::Sse(anthropic_reply("Found it.", &[], 1)),
+    ]);
+    let (result, output) =
+        run_json(anthropic_cmd(&server, &agent).args([".", "search", "-o", "json"]));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(result["result"], "Found it.");
+    let second = &server.requests()[1].body["messages"];
+    assert_eq!(second.as_array().unwrap().len(), 2);
+    assert_eq!(second[1]["role"], "assistant");
+    assert_eq!(second[1]["content"][0]["type"], "server_tool_use");
+}

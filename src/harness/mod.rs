@@ -139,6 +139,8 @@ struct Reply {
     calls: Vec<PendingCall>,
     finish: Option<FinishReason>,
     usage: Usage,
+    /// Anthropic content blocks, when a server tool (web search) ran in the reply.
+    provider_content: Option<Vec<serde_json::Value>>,
 }
 
 struct PendingCall {
@@ -161,7 +163,10 @@ impl Harness {
         } else {
             emitter
         };
-        let registry = Arc::new(Registry::from_manifest(&config.manifest));
+        let registry = Arc::new(Registry::for_provider(
+            &config.manifest,
+            config.provider.speaks_anthropic(),
+        ));
         let system = prompt::system_prompt(
             &config.manifest,
             &registry,
@@ -289,6 +294,7 @@ impl Harness {
                         self.history.push(Message::Assistant {
                             text: partial,
                             tool_calls: Vec::new(),
+                            anthropic_blocks: None,
                         });
                     }
                     break Ok(EndReason::Aborted);
@@ -304,7 +310,9 @@ impl Harness {
             });
             hit_max_tokens |= finish == FinishReason::MaxTokens;
             result = reply.text.clone();
-            let had_calls = !reply.calls.is_empty();
+            // A long server-side tool turn paused: send the reply back as it is to go on.
+            let paused = finish == FinishReason::Other("pause_turn".into());
+            let had_calls = !reply.calls.is_empty() || paused;
             let step_usage = reply.usage.clone();
             self.run_calls(&turn_id, steps, reply, &finish, &ctx).await;
             self.emitter.emit(EventKind::StepCompleted {
@@ -425,6 +433,7 @@ impl Harness {
             calls: Vec::new(),
             finish: None,
             usage: Usage::default(),
+            provider_content: None,
         };
         loop {
             let next = tokio::select! {
@@ -474,7 +483,59 @@ impl Harness {
                 StreamEvent::ToolCallEnd { .. } => {}
                 StreamEvent::Usage(usage) => reply.usage = usage,
                 StreamEvent::Finish(reason) => reply.finish = Some(reason),
+                StreamEvent::ProviderContent(blocks) => reply.provider_content = Some(blocks),
             }
+        }
+    }
+
+    /// Emits `actions.requested` and `action.result` for the server-side tool calls (web
+    /// searches) the provider already ran within its reply.
+    fn report_server_tools(&self, turn_id: &str, step: u64, blocks: &[serde_json::Value]) {
+        let mut names = std::collections::HashMap::new();
+        let actions: Vec<Action> = blocks
+            .iter()
+            .filter(|b| b["type"] == "server_tool_use")
+            .map(|b| {
+                let call_id = b["id"].as_str().unwrap_or_default().to_string();
+                let name = b["name"].as_str().unwrap_or("server_tool").to_string();
+                names.insert(call_id.clone(), name.clone());
+                Action {
+                    call_id,
+                    name,
+                    input: b["input"].clone(),
+                }
+            })
+            .collect();
+        if actions.is_empty() {
+            return;
+        }
+        self.emitter.emit(EventKind::ActionsRequested {
+            turn_id: turn_id.to_string(),
+            step,
+            actions,
+        });
+        for block in blocks.iter().filter(|b| {
+            b["type"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("_tool_result"))
+        }) {
+            let call_id = block["tool_use_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let (output, is_error) = server_result_summary(&block["content"]);
+            self.emitter.emit(EventKind::ActionResult {
+                turn_id: turn_id.to_string(),
+                step,
+                name: names
+                    .get(&call_id)
+                    .cloned()
+                    .unwrap_or_else(|| "web_search".into()),
+                call_id,
+                output,
+                is_error,
+                duration_ms: 0,
+            });
         }
     }
 
@@ -515,9 +576,13 @@ impl Harness {
             });
             early.push(problem);
         }
+        if let Some(blocks) = &reply.provider_content {
+            self.report_server_tools(turn_id, step, blocks);
+        }
         self.history.push(Message::Assistant {
             text: reply.text,
             tool_calls: calls.clone(),
+            anthropic_blocks: reply.provider_content,
         });
         if calls.is_empty() {
             return;
@@ -577,6 +642,32 @@ impl Harness {
                 })
                 .collect(),
         });
+    }
+}
+
+/// A web search result block as a short text: one `title — url` line per page, or the error.
+fn server_result_summary(content: &serde_json::Value) -> (String, bool) {
+    match content {
+        serde_json::Value::Array(results) => {
+            let lines: Vec<String> = results
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} — {}",
+                        r["title"].as_str().unwrap_or("(untitled)"),
+                        r["url"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect();
+            (lines.join("\n"), false)
+        }
+        other => (
+            format!(
+                "search failed: {}",
+                other["error_code"].as_str().unwrap_or("unknown error")
+            ),
+            true,
+        ),
     }
 }
 

@@ -8,7 +8,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::event::{DecodeError, FinishReason, StreamEvent, Usage};
-use super::request::{EMPTY_REPLY, Message, ModelRequest};
+use super::request::{EMPTY_REPLY, Message, ModelRequest, ToolKind};
+
+/// The version of Anthropic's web search tool eve declares.
+pub const WEB_SEARCH_TOOL_TYPE: &str = "web_search_20250305";
+/// Searches one reply may run.
+pub const WEB_SEARCH_MAX_USES: u32 = 5;
 
 /// Turns the SSE events of one streamed Messages API call into [`StreamEvent`]s.
 #[derive(Debug, Default)]
@@ -17,6 +22,11 @@ pub struct AnthropicDecoder {
     /// Anthropic's block index (which counts text and thinking blocks too) → dense tool-call index.
     tool_blocks: HashMap<u64, usize>,
     stopped: bool,
+    /// Every content block rebuilt from the stream (with its tool input JSON so far), by
+    /// block index: the reply as the API wants it back when it holds server-tool blocks.
+    raw: std::collections::BTreeMap<u64, (Value, String)>,
+    /// A server tool (web search) ran in this reply.
+    server_blocks: bool,
 }
 
 impl AnthropicDecoder {
@@ -34,6 +44,7 @@ impl AnthropicDecoder {
                 self.counts.merge(start.message.usage);
             }
             "content_block_start" => {
+                self.raw_start(event, data)?;
                 let start: BlockStart = parse(event, data)?;
                 match start.content_block {
                     Block::Text { text } => push_text(&mut out, StreamEvent::TextDelta, text),
@@ -52,6 +63,7 @@ impl AnthropicDecoder {
                 }
             }
             "content_block_delta" => {
+                self.raw_delta(event, data)?;
                 let delta: BlockDelta = parse(event, data)?;
                 match delta.delta {
                     Delta::Text { text } => push_text(&mut out, StreamEvent::TextDelta, text),
@@ -75,6 +87,7 @@ impl AnthropicDecoder {
             }
             "content_block_stop" => {
                 let stop: BlockStop = parse(event, data)?;
+                self.raw_stop(stop.index);
                 if let Some(&index) = self.tool_blocks.get(&stop.index) {
                     out.push(StreamEvent::ToolCallEnd { index });
                 }
@@ -88,7 +101,19 @@ impl AnthropicDecoder {
                     out.push(StreamEvent::Finish(finish_reason(reason)));
                 }
             }
-            "message_stop" => self.stopped = true,
+            "message_stop" => {
+                self.stopped = true;
+                if self.server_blocks {
+                    let blocks = std::mem::take(&mut self.raw)
+                        .into_values()
+                        .map(|(block, _)| block)
+                        .filter(|b| {
+                            !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
+                        })
+                        .collect();
+                    out.push(StreamEvent::ProviderContent(blocks));
+                }
+            }
             "error" => {
                 let error: ErrorEvent = parse(event, data)?;
                 return Err(DecodeError::Provider {
@@ -100,6 +125,60 @@ impl AnthropicDecoder {
             _ => {}
         }
         Ok(out)
+    }
+
+    fn raw_start(&mut self, event: &str, data: &str) -> Result<(), DecodeError> {
+        let start: Value = parse(event, data)?;
+        let Some(index) = start["index"].as_u64() else {
+            return Ok(());
+        };
+        let block = start["content_block"].clone();
+        if let Some(kind) = block["type"].as_str()
+            && (kind == "server_tool_use" || kind.ends_with("_tool_result"))
+        {
+            self.server_blocks = true;
+        }
+        self.raw.insert(index, (block, String::new()));
+        Ok(())
+    }
+
+    fn raw_delta(&mut self, event: &str, data: &str) -> Result<(), DecodeError> {
+        let delta: Value = parse(event, data)?;
+        let Some((block, json)) = delta["index"].as_u64().and_then(|i| self.raw.get_mut(&i)) else {
+            return Ok(());
+        };
+        let delta = &delta["delta"];
+        match delta["type"].as_str() {
+            Some("text_delta") => {
+                let text = format!(
+                    "{}{}",
+                    block["text"].as_str().unwrap_or_default(),
+                    delta["text"].as_str().unwrap_or_default()
+                );
+                block["text"] = Value::String(text);
+            }
+            Some("input_json_delta") => {
+                json.push_str(delta["partial_json"].as_str().unwrap_or_default())
+            }
+            Some("citations_delta") => {
+                if !block["citations"].is_array() {
+                    block["citations"] = Value::Array(Vec::new());
+                }
+                if let Some(citations) = block["citations"].as_array_mut() {
+                    citations.push(delta["citation"].clone());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn raw_stop(&mut self, index: u64) {
+        if let Some((block, json)) = self.raw.get_mut(&index)
+            && !json.trim().is_empty()
+        {
+            block["input"] = serde_json::from_str(json).unwrap_or_else(|_| json!({}));
+        }
     }
 
     /// Checks that the stream ended with `message_stop`.
@@ -267,7 +346,13 @@ pub fn request_body(request: &ModelRequest) -> Value {
     for message in &request.messages {
         let (role, blocks) = match message {
             Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                anthropic_blocks: Some(blocks),
+                ..
+            } if !blocks.is_empty() => ("assistant", blocks.clone()),
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 let mut blocks = Vec::new();
                 if !text.is_empty() {
                     blocks.push(json!({"type": "text", "text": text}));
@@ -317,10 +402,18 @@ pub fn request_body(request: &ModelRequest) -> Value {
             _ => messages.push(json!({"role": role, "content": blocks})),
         }
     }
+    // The cache breakpoint goes on the last block that accepts one (not a server tool's).
     if let Some(block) = messages
         .last_mut()
         .and_then(|m| m["content"].as_array_mut())
-        .and_then(|c| c.last_mut())
+        .and_then(|c| {
+            c.iter_mut().rev().find(|b| {
+                matches!(
+                    b["type"].as_str(),
+                    Some("text" | "tool_use" | "tool_result")
+                )
+            })
+        })
     {
         block["cache_control"] = json!({"type": "ephemeral"});
     }
@@ -341,7 +434,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body["tools"] = request
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .map(|t| match t.kind {
+                ToolKind::Function => json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
+                ToolKind::AnthropicWebSearch => json!({"type": WEB_SEARCH_TOOL_TYPE, "name": t.name, "max_uses": WEB_SEARCH_MAX_USES}),
+            })
             .collect();
     }
     if let Some(temperature) = request.temperature {

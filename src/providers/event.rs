@@ -23,6 +23,9 @@ pub enum StreamEvent {
     Usage(Usage),
     /// Why the model stopped.
     Finish(FinishReason),
+    /// The whole reply as Anthropic content blocks, sent when it holds blocks of a
+    /// server-side tool (web search) that must go back to the API as they came.
+    ProviderContent(Vec<serde_json::Value>),
 }
 
 /// Token counts of one model call.

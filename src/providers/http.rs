@@ -154,6 +154,10 @@ impl Provider for HttpProvider {
         &self.name
     }
 
+    fn speaks_anthropic(&self) -> bool {
+        self.api == Api::Anthropic
+    }
+
     fn stream<'a>(
         &'a self,
         request: &'a ModelRequest,

@@ -35,6 +35,11 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// The name model references use for it (`anthropic`, `ollama`, `scripted`).
     fn name(&self) -> &str;
 
+    /// Whether it speaks Anthropic's Messages API (and so hosts `web_search`).
+    fn speaks_anthropic(&self) -> bool {
+        false
+    }
+
     /// Sends the request; the stream yields the reply as it arrives. Errors before the
     /// first event (HTTP status, connection) come from the future, later ones from the stream.
     fn stream<'a>(

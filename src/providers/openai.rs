@@ -285,7 +285,9 @@ pub fn request_body(request: &ModelRequest, flavour: Flavour) -> Value {
     for message in &request.messages {
         match message {
             Message::User { text } => messages.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 let mut m = json!({"role": "assistant"});
                 m["content"] = if text.is_empty() && !tool_calls.is_empty() {
                     Value::Null

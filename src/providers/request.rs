@@ -14,6 +14,10 @@ pub enum Message {
         text: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The reply as Anthropic content blocks, when it holds server-tool blocks (web
+        /// search) that must go back to the API unchanged; other providers ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        anthropic_blocks: Option<Vec<Value>>,
     },
     /// The results of the previous assistant message's tool calls, in call order.
     Tool { results: Vec<ToolResult> },
@@ -44,6 +48,26 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
+    /// A function eve runs, or a tool the provider runs itself.
+    #[serde(skip_serializing_if = "ToolKind::is_function")]
+    pub kind: ToolKind,
+}
+
+/// Who runs a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// eve runs it and sends the result back.
+    #[default]
+    Function,
+    /// Anthropic's server-side web search: the API runs it within the reply.
+    AnthropicWebSearch,
+}
+
+impl ToolKind {
+    fn is_function(&self) -> bool {
+        *self == ToolKind::Function
+    }
 }
 
 /// Everything one model call needs.

@@ -188,7 +188,9 @@ fn request_chars(request: &ModelRequest) -> usize {
         .iter()
         .map(|m| match m {
             Message::User { text } => text.len(),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 text.len()
                     + tool_calls
                         .iter()

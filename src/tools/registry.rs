@@ -11,14 +11,33 @@ use super::http::HttpTool;
 use super::{ToolContext, ToolExec, ToolOutput};
 use crate::harness::events::Unavailable;
 use crate::manifest::{self, Approval, Executor};
+use crate::providers::request::ToolKind;
 use crate::providers::{ToolCall, ToolSpec};
 use crate::suggest;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 
 #[derive(Debug)]
 struct Entry {
     spec: manifest::Tool,
     validator: jsonschema::Validator,
     exec: Arc<dyn ToolExec>,
+    kind: ToolKind,
+}
+
+/// A tool the provider runs inside its reply (Anthropic's web search): eve never executes it.
+#[derive(Debug)]
+struct ServerTool;
+
+impl ToolExec for ServerTool {
+    fn call<'a>(&'a self, _input: &'a Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async {
+            ToolOutput::error(
+                "This tool runs on the model provider's side; it cannot be called as a function.",
+            )
+        }
+        .boxed()
+    }
 }
 
 /// The executable tools of a manifest, in manifest order.
@@ -116,9 +135,33 @@ impl Registry {
     /// Builds the registry. A tool eve cannot execute is left out (never offered to the
     /// model) and listed by [`Registry::unavailable`].
     pub fn from_manifest(manifest: &manifest::Manifest) -> Registry {
+        Registry::for_provider(manifest, false)
+    }
+
+    /// Builds the registry for a provider: `anthropic` says whether it speaks Anthropic's
+    /// Messages API, the only one with the hosted `web_search`.
+    pub fn for_provider(manifest: &manifest::Manifest, anthropic: bool) -> Registry {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
         for tool in &manifest.tools {
+            if tool.name == "web_search" && tool.executor == Executor::Builtin {
+                if anthropic {
+                    if let Ok(validator) = jsonschema::validator_for(&tool.input_schema) {
+                        entries.push(Entry {
+                            spec: tool.clone(),
+                            validator,
+                            exec: Arc::new(ServerTool),
+                            kind: ToolKind::AnthropicWebSearch,
+                        });
+                        continue;
+                    }
+                }
+                unavailable.push(Unavailable {
+                    name: tool.name.clone(),
+                    reason: "only Anthropic's API hosts web search, and this model's provider is not Anthropic".into(),
+                });
+                continue;
+            }
             let built = executor(tool, manifest).and_then(|exec| {
                 let validator = jsonschema::validator_for(&tool.input_schema)
                     .map_err(|e| format!("its input schema is invalid: {e}"))?;
@@ -129,6 +172,7 @@ impl Registry {
                     spec: tool.clone(),
                     validator,
                     exec,
+                    kind: ToolKind::Function,
                 }),
                 Err(reason) => unavailable.push(Unavailable {
                     name: tool.name.clone(),
@@ -150,6 +194,7 @@ impl Registry {
                 name: e.spec.name.clone(),
                 description: e.spec.description.clone(),
                 input_schema: e.spec.input_schema.clone(),
+                kind: e.kind,
             })
             .collect()
     }
