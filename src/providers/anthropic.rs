@@ -707,7 +707,7 @@ data: {"type":"message_stop"}
     }
 
     #[test]
-    fn server_side_web_search_blocks_are_skipped() {
+    fn server_side_web_search_blocks_come_back_whole_at_the_end() {
         let body = r#"event: message_start
 data: {"type":"message_start","message":{"id":"msg_02","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":2679,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}}
 
@@ -765,6 +765,12 @@ data: {"type":"message_stop"}
                     cache_write_tokens: 0,
                 }),
                 StreamEvent::Finish(FinishReason::Stop),
+                StreamEvent::ProviderContent(vec![
+                    serde_json::json!({"type": "text", "text": "I'll check."}),
+                    serde_json::json!({"type": "server_tool_use", "id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB", "name": "web_search", "input": {"query": "weather NYC today"}}),
+                    serde_json::json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB", "content": [{"type": "web_search_result", "title": "Weather", "url": "https://example.com", "encrypted_content": "Ev0DCioIAxgC", "page_age": null}]}),
+                    serde_json::json!({"type": "text", "text": "It is sunny.", "citations": [{"type": "web_search_result_location", "url": "https://example.com", "title": "Weather", "encrypted_index": "Eo8BCioIAhgB", "cited_text": "Sunny"}]}),
+                ]),
             ]
         );
     }
