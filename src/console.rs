@@ -123,12 +123,10 @@ impl<O: Write, E: Write> Console<O, E> {
         match kind {
             EventKind::SessionStarted {
                 unavailable_tools, ..
-            } if !unavailable_tools.is_empty() && !self.quiet => {
-                let names: Vec<&str> = unavailable_tools.iter().map(|u| u.name.as_str()).collect();
-                self.note(&format!(
-                    "note: not offered to the model, this version of eve cannot run them yet: {}",
-                    names.join(", ")
-                ));
+            } if !self.quiet => {
+                for tool in unavailable_tools {
+                    self.note(&format!("note: `{}` is not offered to the model: {}", tool.name, tool.reason));
+                }
             }
             EventKind::StepStarted { .. } => {
                 self.end_text_line();
