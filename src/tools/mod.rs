@@ -2,6 +2,8 @@
 
 pub mod catalog;
 pub mod command;
+pub mod glob;
+pub mod grep;
 pub mod http;
 pub mod output;
 pub mod registry;

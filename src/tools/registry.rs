@@ -58,6 +58,12 @@ fn executor(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
 fn builtin(tool: &manifest::Tool) -> Result<Arc<dyn ToolExec>, String> {
     match tool.name.as_str() {
         "todo" => Ok(Arc::new(super::todo::TodoTool)),
+        "glob" => Ok(Arc::new(super::glob::GlobTool {
+            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
+        })),
+        "grep" => Ok(Arc::new(super::grep::GrepTool {
+            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
+        })),
         _ => Err("this version of eve cannot run the built-in tool yet".into()),
     }
 }
@@ -230,6 +236,12 @@ mod tests {
     fn only_executable_tools_are_offered_and_the_rest_are_listed_with_a_reason() {
         let registry = Registry::from_manifest(&manifest());
         assert!(registry.names().contains(&"git_history".to_string()));
+        for builtin in ["glob", "grep", "todo"] {
+            assert!(
+                registry.names().contains(&builtin.to_string()),
+                "{builtin} is offered"
+            );
+        }
         let unavailable: Vec<&str> = registry
             .unavailable()
             .iter()
@@ -250,7 +262,10 @@ mod tests {
         assert!(unknown.is_error);
         assert_eq!(
             unknown.content,
-            format!("There is no tool named `git_histroy`. Did you mean `git_history`? Available tools: {}.", registry.names().join(", "))
+            format!(
+                "There is no tool named `git_histroy`. Did you mean `git_history`? Available tools: {}.",
+                registry.names().join(", ")
+            )
         );
         let invalid = registry
             .check(&call("git_history", json!({"limit": 0, "colour": true})))
