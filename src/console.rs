@@ -125,7 +125,10 @@ impl<O: Write, E: Write> Console<O, E> {
                 unavailable_tools, ..
             } if !self.quiet => {
                 for tool in unavailable_tools {
-                    self.note(&format!("note: `{}` is not offered to the model: {}", tool.name, tool.reason));
+                    self.note(&format!(
+                        "note: `{}` is not offered to the model: {}",
+                        tool.name, tool.reason
+                    ));
                 }
             }
             EventKind::StepStarted { .. } => {

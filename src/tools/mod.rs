@@ -6,6 +6,8 @@ pub mod catalog;
 pub mod command;
 pub mod edit_file;
 pub mod files;
+pub mod glob;
+pub mod grep;
 pub mod http;
 pub mod load_skill;
 pub mod output;

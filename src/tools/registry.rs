@@ -127,6 +127,12 @@ fn builtin(
         "web_fetch" => Ok(Arc::new(super::web_fetch::WebFetchTool::from_manifest(
             tool,
         ))),
+        "glob" => Ok(Arc::new(super::glob::GlobTool {
+            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
+        })),
+        "grep" => Ok(Arc::new(super::grep::GrepTool {
+            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
+        })),
         _ => Err("this version of eve cannot run the built-in tool yet".into()),
     }
 }
@@ -332,6 +338,9 @@ mod tests {
             "git_history",
             "explorer",
             "load_skill",
+            "glob",
+            "grep",
+            "todo",
         ] {
             assert!(
                 names.iter().any(|n| n == offered),

@@ -1,0 +1,655 @@
+//! `grep`: searches file contents for a regular expression with ripgrep's engine.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use globset::GlobMatcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::DirEntry;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::glob::{blocking, compile, timed_out_note, walk_parallel, walker};
+use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+
+/// Lines shown in content mode unless head_limit says otherwise.
+pub const MAX_CONTENT_LINES: usize = 250;
+/// Files (or counts) listed unless head_limit says otherwise.
+pub const MAX_ENTRIES: usize = 200;
+/// Longer output lines are cut.
+pub const MAX_LINE_CHARS: usize = 500;
+/// The most context lines asked for.
+const MAX_CONTEXT: usize = 20;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    Content,
+    #[default]
+    FilesWithMatches,
+    Count,
+}
+
+#[derive(Debug, Deserialize)]
+struct Input {
+    pattern: String,
+    path: Option<String>,
+    glob: Option<String>,
+    #[serde(default)]
+    output_mode: Mode,
+    #[serde(default)]
+    case_insensitive: bool,
+    #[serde(default)]
+    context: usize,
+    head_limit: Option<usize>,
+}
+
+/// The `grep` tool.
+#[derive(Debug, Clone)]
+pub struct GrepTool {
+    /// The search stops after this long and shows what it found so far.
+    pub timeout: Duration,
+}
+
+impl Default for GrepTool {
+    fn default() -> GrepTool {
+        GrepTool {
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ToolExec for GrepTool {
+    fn call<'a>(&'a self, input: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async move {
+            let input: Input = match parse_input(input) {
+                Ok(input) => input,
+                Err(e) => return e,
+            };
+            run(&input, ctx, self.timeout)
+                .await
+                .unwrap_or_else(|refused| refused)
+        }
+        .boxed()
+    }
+}
+
+/// What one file gave.
+#[derive(Debug)]
+struct Hits {
+    path: PathBuf,
+    /// Matching lines; in content mode, matching and context lines.
+    total: usize,
+    /// Content mode: the first lines, as many as could be shown.
+    lines: Vec<Line>,
+}
+
+#[derive(Debug)]
+enum Line {
+    /// A gap between groups of lines (`--`).
+    Break,
+    Text {
+        number: u64,
+        matched: bool,
+        bytes: Vec<u8>,
+    },
+}
+
+/// One walker thread's tools and findings.
+struct Worker {
+    searcher: Searcher,
+    matcher: RegexMatcher,
+    found: Vec<Hits>,
+}
+
+async fn run(
+    input: &Input,
+    ctx: &ToolContext,
+    timeout: Duration,
+) -> Result<ToolOutput, ToolOutput> {
+    let given = input.path.as_deref().unwrap_or(".");
+    let root = ctx.resolve(given)?;
+    let is_file = match std::fs::metadata(&root) {
+        Ok(meta) => meta.is_file(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ToolOutput::error(format!("`{given}` does not exist")));
+        }
+        Err(e) => return Err(ToolOutput::error(format!("`{given}`: {e}"))),
+    };
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(input.case_insensitive)
+        .line_terminator(Some(b'\n'))
+        .build(&input.pattern)
+        .map_err(|e| {
+            ToolOutput::error(format!(
+                "invalid regular expression `{}`: {e}",
+                input.pattern
+            ))
+        })?;
+    // The glob is matched against paths relative to the folder searched (for a single
+    // file, against its name).
+    let filter = match &input.glob {
+        Some(glob) => {
+            let base = if is_file {
+                root.parent().unwrap_or(&root)
+            } else {
+                &root
+            };
+            Some(compile(glob, &ctx.workspace, base).map_err(ToolOutput::error)?)
+        }
+        None => None,
+    };
+
+    let mode = input.output_mode;
+    let context = if mode == Mode::Content {
+        input.context.min(MAX_CONTEXT)
+    } else {
+        0
+    };
+    let cap = input.head_limit.unwrap_or(match mode {
+        Mode::Content => MAX_CONTENT_LINES,
+        Mode::FilesWithMatches | Mode::Count => MAX_ENTRIES,
+    });
+    let mut searcher = SearcherBuilder::new();
+    searcher
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .line_number(mode == Mode::Content)
+        .before_context(context)
+        .after_context(context);
+
+    let walk_root = root.clone();
+    let (found, timed_out) = blocking(ctx, timeout, move |stop| {
+        let base = if is_file {
+            walk_root.parent().unwrap_or(&walk_root).to_path_buf()
+        } else {
+            walk_root.clone()
+        };
+        let workers = walk_parallel(
+            walker(&walk_root).build_parallel(),
+            &stop,
+            || Worker {
+                searcher: searcher.build(),
+                matcher: matcher.clone(),
+                found: Vec::new(),
+            },
+            |worker: &mut Worker, entry: DirEntry| {
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return;
+                }
+                if let Some(filter) = &filter {
+                    if !glob_matches(filter, &base, entry.path()) {
+                        return;
+                    }
+                }
+                search(worker, entry.into_path(), mode, cap);
+            },
+        );
+        workers
+            .into_iter()
+            .flat_map(|w| w.found)
+            .collect::<Vec<Hits>>()
+    })
+    .await?;
+
+    let mut text = if found.is_empty() {
+        let mut text = format!(
+            "No matches for `{}` in `{}`",
+            input.pattern,
+            ctx.display(&root)
+        );
+        if let Some(glob) = &input.glob {
+            text.push_str(&format!(" (files matching `{glob}`)"));
+        }
+        text.push('.');
+        text
+    } else {
+        render(found, mode, context > 0, cap, ctx)
+    };
+    if timed_out {
+        text.push_str(&timed_out_note(timeout));
+    }
+    Ok(ToolOutput::ok(text))
+}
+
+fn glob_matches(filter: &GlobMatcher, base: &Path, path: &Path) -> bool {
+    filter.is_match(path.strip_prefix(base).unwrap_or(path))
+}
+
+/// Searches one file and records what it gave, if anything.
+fn search(worker: &mut Worker, path: PathBuf, mode: Mode, cap: usize) {
+    let mut sink = FileSink {
+        mode,
+        keep: cap,
+        kept: 0,
+        total: 0,
+        lines: Vec::new(),
+        binary: false,
+    };
+    let searched = worker
+        .searcher
+        .search_path(&worker.matcher, &path, &mut sink);
+    // Unreadable files and binary files are skipped.
+    if searched.is_ok() && sink.total > 0 && !sink.binary {
+        worker.found.push(Hits {
+            path,
+            total: sink.total,
+            lines: sink.lines,
+        });
+    }
+}
+
+struct FileSink {
+    mode: Mode,
+    /// At most this many lines are kept (content mode).
+    keep: usize,
+    kept: usize,
+    total: usize,
+    lines: Vec<Line>,
+    binary: bool,
+}
+
+impl FileSink {
+    fn keep_line(&mut self, number: Option<u64>, matched: bool, bytes: &[u8]) {
+        self.total += 1;
+        if self.mode == Mode::Content && self.kept < self.keep {
+            self.kept += 1;
+            let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+            self.lines.push(Line::Text {
+                number: number.unwrap_or(0),
+                matched,
+                bytes: bytes.to_vec(),
+            });
+        }
+    }
+}
+
+impl Sink for FileSink {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.keep_line(mat.line_number(), true, mat.bytes());
+        // One match is enough to list the file.
+        Ok(self.mode != Mode::FilesWithMatches)
+    }
+
+    fn context(&mut self, _: &Searcher, context: &SinkContext<'_>) -> Result<bool, io::Error> {
+        self.keep_line(context.line_number(), false, context.bytes());
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
+        if self.kept < self.keep {
+            self.lines.push(Line::Break);
+        }
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// The answer: files in path order, at most `cap` lines or entries, and a note on the rest.
+fn render(mut found: Vec<Hits>, mode: Mode, breaks: bool, cap: usize, ctx: &ToolContext) -> String {
+    let by_path = |a: &Hits, b: &Hits| a.path.cmp(&b.path);
+    // Every file gives at least one line or entry, so the first `cap` files are enough;
+    // only those are sorted.
+    let files = found.len();
+    let total: usize = found.iter().map(|h| h.total).sum();
+    if files > cap {
+        found.select_nth_unstable_by(cap.saturating_sub(1), by_path);
+    }
+    let (head, _) = found.split_at_mut(cap.min(files));
+    head.sort_unstable_by(by_path);
+    let mut out = String::new();
+    match mode {
+        Mode::FilesWithMatches | Mode::Count => {
+            for hits in head.iter() {
+                let path = ctx.display(&hits.path);
+                if mode == Mode::Count {
+                    push_line(&mut out, &format!("{path}:{}", hits.total));
+                } else {
+                    push_line(&mut out, &path);
+                }
+            }
+            if files > cap {
+                let what = if mode == Mode::Count {
+                    "files with matches"
+                } else {
+                    "files"
+                };
+                out.push_str(&format!(
+                    "… and {} more {what} (narrow the pattern, the path or the glob)",
+                    files - cap
+                ));
+            }
+        }
+        Mode::Content => {
+            let mut shown = 0;
+            'files: for hits in head.iter() {
+                let path = ctx.display(&hits.path);
+                if breaks && shown > 0 {
+                    out.push_str("--\n");
+                }
+                for line in &hits.lines {
+                    if shown == cap {
+                        break 'files;
+                    }
+                    match line {
+                        Line::Break => out.push_str("--\n"),
+                        Line::Text {
+                            number,
+                            matched,
+                            bytes,
+                        } => {
+                            let sep = if *matched { ':' } else { '-' };
+                            let text = String::from_utf8_lossy(bytes);
+                            push_line(&mut out, &format!("{path}{sep}{number}{sep}{text}"));
+                            shown += 1;
+                        }
+                    }
+                }
+            }
+            if total > shown {
+                out.push_str(&format!(
+                    "… and {} more lines (narrow the pattern, the path or the glob, or set head_limit)",
+                    total - shown
+                ));
+            }
+        }
+    }
+    out.trim_end_matches('\n').to_string()
+}
+
+/// Adds a line to the output, cut if it is longer than [`MAX_LINE_CHARS`].
+fn push_line(out: &mut String, line: &str) {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((end, _)) => {
+            out.push_str(&line[..end]);
+            out.push_str(&format!(
+                " … [line cut: {} characters in all]",
+                line.chars().count()
+            ));
+        }
+        None => out.push_str(line),
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::tools::glob::tests::{Fixture, fixture, write};
+    use serde_json::json;
+
+    async fn grep(f: &Fixture, input: Value) -> ToolOutput {
+        GrepTool::default().call(&input, &f.ctx).await
+    }
+
+    fn sample() -> Fixture {
+        fixture(&[
+            ("src/main.rs", "fn main() {\n    run();\n}\n\nfn run() {}\n"),
+            ("src/lib.rs", "pub fn Run() {}\n// no match here\n"),
+            ("README.md", "Run it with cargo run.\n"),
+            ("web/app.ts", "run()\n"),
+            ("web/app.tsx", "run()\n"),
+            ("web/app.js", "run()\n"),
+        ])
+    }
+
+    #[tokio::test]
+    async fn files_with_matches_is_the_default_sorted_by_path() {
+        let f = sample();
+        let out = grep(&f, json!({"pattern": "run\\("})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "src/main.rs\nweb/app.js\nweb/app.ts\nweb/app.tsx"
+        );
+    }
+
+    #[tokio::test]
+    async fn count_gives_matching_lines_per_file() {
+        let f = sample();
+        let out = grep(&f, json!({"pattern": "run", "output_mode": "count"})).await;
+        assert_eq!(
+            out.content,
+            "README.md:1\nsrc/main.rs:2\nweb/app.js:1\nweb/app.ts:1\nweb/app.tsx:1"
+        );
+    }
+
+    #[tokio::test]
+    async fn content_shows_numbered_lines_and_case_insensitive_widens() {
+        let f = sample();
+        let out = grep(
+            &f,
+            json!({"pattern": "fn \\w+", "output_mode": "content", "path": "src"}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "src/lib.rs:1:pub fn Run() {}\nsrc/main.rs:1:fn main() {\nsrc/main.rs:5:fn run() {}"
+        );
+        let out = grep(&f, json!({"pattern": "fn run", "output_mode": "content"})).await;
+        assert_eq!(out.content, "src/main.rs:5:fn run() {}");
+        let out = grep(
+            &f,
+            json!({"pattern": "fn run", "output_mode": "content", "case_insensitive": true}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "src/lib.rs:1:pub fn Run() {}\nsrc/main.rs:5:fn run() {}"
+        );
+    }
+
+    #[tokio::test]
+    async fn context_lines_and_group_separators() {
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let f = fixture(&[("a.txt", &text), ("b.txt", "x\nline 7\ny\n")]);
+        let out = grep(
+            &f,
+            json!({"pattern": "^line (3|4|15)$", "output_mode": "content", "context": 1}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "a.txt-2-line 2\na.txt:3:line 3\na.txt:4:line 4\na.txt-5-line 5\n--\n\
+             a.txt-14-line 14\na.txt:15:line 15\na.txt-16-line 16"
+        );
+        let out = grep(
+            &f,
+            json!({"pattern": "line 7", "output_mode": "content", "context": 1}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "a.txt-6-line 6\na.txt:7:line 7\na.txt-8-line 8\n--\nb.txt-1-x\nb.txt:2:line 7\nb.txt-3-y"
+        );
+        // Context is for content mode only.
+        let out = grep(
+            &f,
+            json!({"pattern": "line 7", "output_mode": "count", "context": 3}),
+        )
+        .await;
+        assert_eq!(out.content, "a.txt:1\nb.txt:1");
+    }
+
+    #[tokio::test]
+    async fn the_glob_restricts_the_files_searched() {
+        let f = sample();
+        let out = grep(&f, json!({"pattern": "run", "glob": "*.{ts,tsx}"})).await;
+        assert_eq!(out.content, "web/app.ts\nweb/app.tsx");
+        let out = grep(&f, json!({"pattern": "run", "glob": "**/*.{ts,tsx}"})).await;
+        assert_eq!(out.content, "web/app.ts\nweb/app.tsx");
+        let out = grep(&f, json!({"pattern": "run", "glob": "src/*.rs"})).await;
+        assert_eq!(out.content, "src/main.rs");
+        let out = grep(&f, json!({"pattern": "run", "glob": "*.rs", "path": "src"})).await;
+        assert_eq!(out.content, "src/main.rs");
+        let out = grep(
+            &f,
+            json!({"pattern": "run", "glob": "main.rs", "path": "src/lib.rs"}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "No matches for `run` in `src/lib.rs` (files matching `main.rs`)."
+        );
+        let out = grep(&f, json!({"pattern": "run", "glob": "../*"})).await;
+        assert!(out.is_error);
+    }
+
+    #[tokio::test]
+    async fn a_single_file_can_be_searched() {
+        let f = sample();
+        let out = grep(
+            &f,
+            json!({"pattern": "run", "path": "src/main.rs", "output_mode": "content"}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "src/main.rs:2:    run();\nsrc/main.rs:5:fn run() {}"
+        );
+    }
+
+    #[tokio::test]
+    async fn binary_and_ignored_files_are_skipped() {
+        let f = sample();
+        std::fs::write(f.root.join("web/blob.bin"), b"run()\n\x00\x01\x02run()\n").unwrap();
+        write(&f.root, ".gitignore", "dist/\n");
+        write(&f.root, "dist/app.js", "run()\n");
+        write(&f.root, ".git/HEAD", "run()\n");
+        write(&f.root, ".config/x.toml", "run()\n");
+        let out = grep(&f, json!({"pattern": "run\\(", "path": "web"})).await;
+        assert_eq!(out.content, "web/app.js\nweb/app.ts\nweb/app.tsx");
+        let out = grep(&f, json!({"pattern": "run\\(", "glob": "*.{toml,js}"})).await;
+        assert_eq!(out.content, ".config/x.toml\nweb/app.js");
+    }
+
+    #[tokio::test]
+    async fn an_invalid_regex_is_an_error_quoting_the_problem() {
+        let f = sample();
+        let out = grep(&f, json!({"pattern": "fn main("})).await;
+        assert!(out.is_error);
+        assert!(
+            out.content
+                .starts_with("invalid regular expression `fn main(`: "),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("unclosed group"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn results_are_capped_with_a_note() {
+        let f = fixture(&[]);
+        for i in 0..100 {
+            write(&f.root, &format!("f{i:03}.txt"), "hit\nhit\nmiss\n");
+        }
+        let out = grep(&f, json!({"pattern": "hit", "head_limit": 3})).await;
+        assert_eq!(
+            out.content,
+            "f000.txt\nf001.txt\nf002.txt\n… and 97 more files (narrow the pattern, the path or the glob)"
+        );
+        let out = grep(
+            &f,
+            json!({"pattern": "hit", "output_mode": "count", "head_limit": 2}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "f000.txt:2\nf001.txt:2\n… and 98 more files with matches (narrow the pattern, the path or the glob)"
+        );
+        let out = grep(
+            &f,
+            json!({"pattern": "hit", "output_mode": "content", "head_limit": 3}),
+        )
+        .await;
+        assert_eq!(
+            out.content,
+            "f000.txt:1:hit\nf000.txt:2:hit\nf001.txt:1:hit\n… and 197 more lines (narrow the pattern, the path or the glob, or set head_limit)"
+        );
+        // Without head_limit: 250 lines in content mode.
+        let out = grep(&f, json!({"pattern": "hit|miss", "output_mode": "content"})).await;
+        let lines: Vec<&str> = out.content.lines().collect();
+        assert_eq!(lines.len(), MAX_CONTENT_LINES + 1);
+        assert_eq!(lines[MAX_CONTENT_LINES - 1], "f083.txt:1:hit");
+        assert!(
+            lines[MAX_CONTENT_LINES].starts_with("… and 50 more lines"),
+            "{}",
+            lines[MAX_CONTENT_LINES]
+        );
+        let out = grep(&f, json!({"pattern": "hit"})).await;
+        assert_eq!(out.content.lines().count(), 100, "200 files by default");
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_cut_and_bad_utf8_is_replaced() {
+        let long = format!("needle {}\n", "x".repeat(2000));
+        let f = fixture(&[("long.txt", &long)]);
+        std::fs::write(f.root.join("latin1.txt"), b"caf\xe9 needle\n").unwrap();
+        let out = grep(&f, json!({"pattern": "needle", "output_mode": "content"})).await;
+        let lines: Vec<&str> = out.content.lines().collect();
+        assert_eq!(lines[0], "latin1.txt:1:caf\u{fffd} needle");
+        assert!(lines[1].starts_with("long.txt:1:needle xxx"));
+        assert!(
+            lines[1].ends_with("x … [line cut: 2018 characters in all]"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(
+            lines[1].chars().count(),
+            MAX_LINE_CHARS + " … [line cut: 2018 characters in all]".chars().count()
+        );
+    }
+
+    #[tokio::test]
+    async fn no_match_is_a_plain_message() {
+        let f = sample();
+        let out = grep(&f, json!({"pattern": "nowhere to be found"})).await;
+        assert!(!out.is_error);
+        assert_eq!(out.content, "No matches for `nowhere to be found` in `.`.");
+    }
+
+    #[tokio::test]
+    async fn paths_outside_the_workspace_are_refused() {
+        let f = sample();
+        std::fs::write(f.tmp.path().join("secret.txt"), "run()\n").unwrap();
+        let out = grep(&f, json!({"pattern": "run", "path": ".."})).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("outside the workspace"),
+            "{}",
+            out.content
+        );
+        let out = grep(&f, json!({"pattern": "run", "path": "/etc"})).await;
+        assert!(out.is_error);
+        let out = grep(&f, json!({"pattern": "run", "path": "missing"})).await;
+        assert_eq!(out.content, "`missing` does not exist");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn symlinks_leading_out_are_not_searched() {
+        let f = fixture(&[("in.txt", "secret\n")]);
+        let outside = f.tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(&outside, f.root.join("linked")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.txt"), f.root.join("file_link")).unwrap();
+        let out = grep(&f, json!({"pattern": "secret"})).await;
+        assert_eq!(out.content, "in.txt");
+        let out = grep(&f, json!({"pattern": "secret", "path": "linked"})).await;
+        assert!(out.is_error);
+        let out = grep(&f, json!({"pattern": "secret", "path": "file_link"})).await;
+        assert!(out.is_error);
+    }
+}
