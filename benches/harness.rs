@@ -83,8 +83,9 @@ fn cpu(usage: &libc::rusage) -> Duration {
 fn report(label: &str, dir: &Path) {
     let build = eve::compiler::compile(dir);
     let manifest = build.manifest.expect("the generated agent builds");
-    let (harness, events) =
+    let prepared =
         eve::runner::prepare(manifest, dir, &eve::runner::RunOptions::default()).unwrap();
+    let (harness, events) = (prepared.harness, prepared.events);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

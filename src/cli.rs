@@ -21,6 +21,54 @@ pub enum Command {
     Build(BuildArgs),
     /// Run an agent: one turn answering PROMPT through the model ↔ tool loop
     Run(RunArgs),
+    /// List, show and delete the sessions of an agent
+    Sessions(SessionsArgs),
+}
+
+/// Arguments of `eve sessions`.
+#[derive(Debug, clap::Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+/// `eve sessions` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List the sessions: id, start, turns, last message, status
+    List {
+        /// The agent directory
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Show a session as a readable transcript, or replay its events
+    Show {
+        /// The session id (or a unique prefix of it)
+        id: String,
+        /// The agent directory
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// text: the transcript; stream-json: the logged events as NDJSON
+        #[arg(long, short, value_enum, default_value_t = ShowOutput::Text)]
+        output: ShowOutput,
+    },
+    /// Delete a session
+    Rm {
+        /// The session id (or a unique prefix of it)
+        id: String,
+        /// The agent directory
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+}
+
+/// What `eve sessions show` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowOutput {
+    /// A readable transcript
+    Text,
+    /// The events as NDJSON
+    StreamJson,
 }
 
 /// Arguments of `eve init`.
@@ -71,6 +119,30 @@ pub struct RunArgs {
     /// Print only the answer and errors: no warnings, tool lines or closing line
     #[arg(long, short)]
     pub quiet: bool,
+    /// Add a turn to the latest session of this agent (PROMPT is the next message)
+    #[arg(long, short = 'c', conflicts_with = "session")]
+    pub r#continue: bool,
+    /// Add a turn to this session, or resume it (an id from `eve sessions list`)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Answer the question the session waits for
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["approve", "deny", "compact"])]
+    pub answer: Option<String>,
+    /// Approve the tool call the session waits for
+    #[arg(long, conflicts_with_all = ["deny", "compact"])]
+    pub approve: bool,
+    /// Deny the tool call the session waits for; the model is told
+    #[arg(long, conflicts_with = "compact")]
+    pub deny: bool,
+    /// Why the call is denied (with --deny)
+    #[arg(long, value_name = "TEXT", requires = "deny")]
+    pub reason: Option<String>,
+    /// Approve every tool call that needs an approval, for unattended runs
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Compact the session's history now (with --continue or --session)
+    #[arg(long)]
+    pub compact: bool,
 }
 
 /// What `eve run` prints.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::harness::TurnOutcome;
-use crate::harness::events::{EndReason, Event, EventKind};
+use crate::harness::events::{EndReason, Event, EventKind, InputKind, InputRequest, Resolution};
 use crate::providers::Usage;
 
 /// How `eve run` prints.
@@ -32,6 +32,8 @@ pub struct Console<O: Write, E: Write> {
     session_id: String,
     /// Whether the current step has printed text (a retry then discards it).
     step_printed_text: bool,
+    /// `eve run DIR`, for the commands printed when a turn parks.
+    command: String,
 }
 
 impl<O: Write, E: Write> Console<O, E> {
@@ -48,7 +50,13 @@ impl<O: Write, E: Write> Console<O, E> {
             started: Instant::now(),
             session_id: String::new(),
             step_printed_text: false,
+            command: "eve run".into(),
         }
+    }
+
+    /// The command that runs this agent (`eve run my-agent`), shown in hints.
+    pub fn set_command(&mut self, command: &str) {
+        self.command = command.to_string();
     }
 
     /// Shows one event.
@@ -171,6 +179,41 @@ impl<O: Write, E: Write> Console<O, E> {
                 self.note(&line);
             }
             EventKind::StepCompleted { .. } => self.stop_spinner(),
+            EventKind::InputRequested { .. } => {
+                self.stop_spinner();
+                self.end_text_line();
+            }
+            EventKind::InputResolved { resolution, .. } if !self.quiet => {
+                let line = match resolution {
+                    Resolution::Answer { text } => {
+                        format!("  ↳ answered: {}", first_line(text, 160))
+                    }
+                    Resolution::Approved { by: Some(by) } => format!("  ↳ approved ({by})"),
+                    Resolution::Approved { by: None } => "  ↳ approved".to_string(),
+                    Resolution::Denied {
+                        reason: Some(reason),
+                    } => format!("  ↳ denied: {reason}"),
+                    Resolution::Denied { reason: None } => "  ↳ denied".to_string(),
+                };
+                self.note(&line);
+            }
+            EventKind::CompactionCompleted {
+                tokens_before,
+                tokens_after,
+                summarised,
+                ..
+            } if !self.quiet => {
+                let how = if *summarised {
+                    "summarised older history"
+                } else {
+                    "shortened old tool results"
+                };
+                self.note(&format!(
+                    "· compacted: {how}, about {} → {} tokens",
+                    thousands(*tokens_before),
+                    thousands(*tokens_after)
+                ));
+            }
             EventKind::StepFailed {
                 error,
                 retry_in_ms: Some(ms),
@@ -207,6 +250,9 @@ impl<O: Write, E: Write> Console<O, E> {
                 if let Some(error) = &outcome.error {
                     object["error"] = Value::String(error.clone());
                 }
+                if let Some(pending) = &outcome.pending {
+                    object["pending"] = serde_json::to_value(pending).unwrap_or(Value::Null);
+                }
                 let _ = writeln!(self.out, "{object}");
             }
             OutputMode::StreamJson => {}
@@ -218,6 +264,9 @@ impl<O: Write, E: Write> Console<O, E> {
                 let _ = self.out.flush();
                 if let Some(error) = &outcome.error {
                     let _ = writeln!(self.err, "error: {error}");
+                } else if let Some(pending) = &outcome.pending {
+                    let text = waiting_text(pending, &self.session_id, &self.command);
+                    let _ = write!(self.err, "{text}");
                 } else if !self.quiet {
                     let line = closing_line(outcome, self.started.elapsed());
                     let _ = writeln!(self.err, "{line}");
@@ -289,6 +338,124 @@ impl<O: Write, E: Write> Console<O, E> {
     }
 }
 
+/// What a parked turn waits for, and the commands that answer it.
+pub fn waiting_text(request: &InputRequest, session_id: &str, command: &str) -> String {
+    let resume = format!("{command} --session {session_id}");
+    match &request.kind {
+        InputKind::Question { question, options } => {
+            let mut out = format!(
+                "waiting: the agent asks a question (session {session_id}):
+  {question}
+"
+            );
+            for (i, option) in options.iter().enumerate() {
+                out.push_str(&format!(
+                    "    {}. {option}
+",
+                    i + 1
+                ));
+            }
+            out.push_str(&format!(
+                "answer with:
+  {resume} --answer \"…\"
+"
+            ));
+            out
+        }
+        InputKind::Approval => {
+            let input = serde_json::to_string_pretty(&request.input).unwrap_or_default();
+            let mut out = format!(
+                "waiting: `{}` needs your approval (session {session_id}):
+",
+                request.tool
+            );
+            for line in input.lines() {
+                out.push_str(&format!(
+                    "  {line}
+"
+                ));
+            }
+            out.push_str(&format!(
+                "approve or deny with:
+  {resume} --approve
+  {resume} --deny --reason \"…\"
+"
+            ));
+            out
+        }
+    }
+}
+
+/// Asks the person at the terminal: questions with numbered options, approvals as y/n.
+#[derive(Debug, Clone, Copy)]
+pub struct TerminalAsker;
+
+impl crate::harness::Asker for TerminalAsker {
+    fn ask<'a>(
+        &'a self,
+        request: &'a InputRequest,
+    ) -> futures_util::future::BoxFuture<'a, Option<Resolution>> {
+        let request = request.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || ask_on_terminal(&request))
+                .await
+                .ok()
+                .flatten()
+        })
+    }
+}
+
+fn ask_on_terminal(request: &InputRequest) -> Option<Resolution> {
+    let mut err = std::io::stderr();
+    let stdin = std::io::stdin();
+    match &request.kind {
+        InputKind::Question { question, options } => {
+            let _ = writeln!(err, "? {question}");
+            for (i, option) in options.iter().enumerate() {
+                let _ = writeln!(err, "  {}. {option}", i + 1);
+            }
+            loop {
+                let _ = write!(err, "> ");
+                let _ = err.flush();
+                let mut line = String::new();
+                if stdin.read_line(&mut line).ok()? == 0 {
+                    return None;
+                }
+                let line = line.trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let text = line
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|n| options.get(n.wrapping_sub(1)))
+                    .map_or_else(|| line.to_string(), Clone::clone);
+                return Some(Resolution::Answer { text });
+            }
+        }
+        InputKind::Approval => {
+            let input = serde_json::to_string_pretty(&request.input).unwrap_or_default();
+            let _ = writeln!(err, "? `{}` wants to run with:", request.tool);
+            for line in input.lines() {
+                let _ = writeln!(err, "    {line}");
+            }
+            loop {
+                let _ = write!(err, "  allow it? [y/n] ");
+                let _ = err.flush();
+                let mut line = String::new();
+                if stdin.read_line(&mut line).ok()? == 0 {
+                    return None;
+                }
+                match line.trim().to_lowercase().as_str() {
+                    "y" | "yes" => return Some(Resolution::Approved { by: None }),
+                    "n" | "no" => return Some(Resolution::Denied { reason: None }),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
 fn compact_input(input: &Value) -> String {
     let text = input.to_string();
     if text == "{}" {
@@ -347,6 +514,9 @@ fn end_reason_text(outcome: &TurnOutcome) -> String {
         }
         EndReason::MaxTokens => "a reply reached the output token limit (max_output_tokens)".into(),
         EndReason::Aborted => "interrupted".into(),
+        EndReason::MaxInputTokens => {
+            "the session reached [limits] max_input_tokens_per_session".into()
+        }
         other => other.as_str().into(),
     }
 }
@@ -395,6 +565,7 @@ mod tests {
                 cache_read_tokens: 10000,
                 cache_write_tokens: 0,
             },
+            pending: None,
         }
     }
 

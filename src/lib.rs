@@ -9,5 +9,6 @@ pub mod ids;
 pub mod manifest;
 pub mod providers;
 pub mod runner;
+pub mod session;
 pub mod suggest;
 pub mod tools;

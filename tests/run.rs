@@ -672,7 +672,7 @@ fn running_past_the_script_fails_with_exit_1() {
 }
 
 #[test]
-fn the_prompt_can_come_from_stdin_and_a_tool_needing_approval_is_refused() {
+fn the_prompt_can_come_from_stdin_and_a_tool_needing_approval_parks_until_approved() {
     let agent = scripted_agent("- tool_calls: [{name: guarded, input: {}}]\n- text: ok\n");
     std::fs::write(
         agent.path().join("tools/guarded.toml"),
@@ -687,12 +687,8 @@ fn the_prompt_can_come_from_stdin_and_a_tool_needing_approval_is_refused() {
         .write_stdin("from stdin\n")
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
     let first: Value = serde_json::from_str(
         std::fs::read_to_string(&log)
             .unwrap()
@@ -707,14 +703,34 @@ fn the_prompt_can_come_from_stdin_and_a_tool_needing_approval_is_refused() {
     );
     assert!(
         !agent.path().join("ran").exists(),
-        "the guarded command must not run"
+        "the guarded command must not run yet"
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("✗ guarded failed"), "{stderr}");
     assert!(
-        stderr.contains("Refused: `guarded` needs a person's approval"),
+        stderr.contains("waiting: `guarded` needs your approval (session ses_"),
         "{stderr}"
     );
+    assert!(stderr.contains("eve run . --session ses_"), "{stderr}");
+    assert!(stderr.contains(" --approve\n"), "{stderr}");
+
+    let approved = eve_run()
+        .env("EVE_SCRIPTED_LOG", &log)
+        .current_dir(agent.path())
+        .args([".", "--continue", "--approve", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    assert!(
+        agent.path().join("ran").exists(),
+        "approved, the command runs"
+    );
+    let result: Value = serde_json::from_slice(&approved.stdout).unwrap();
+    assert_eq!(result["end_reason"], "completed");
+    assert_eq!(result["result"], "ok");
 }
 
 #[test]

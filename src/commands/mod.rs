@@ -3,6 +3,7 @@
 mod build;
 mod init;
 mod run;
+mod sessions;
 
 use std::process::ExitCode;
 
@@ -17,5 +18,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(&args),
         Command::Build(args) => build::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Sessions(args) => sessions::run(&args),
     }
 }

@@ -1,13 +1,16 @@
-//! `eve run`: build if needed, run one turn, print it, exit with the turn's code.
+//! `eve run`: build if needed, run a turn (or resume or compact a session), print it,
+//! exit with the turn's code.
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use crate::cli::{Output, RunArgs};
 use crate::compiler::{self, render};
-use crate::console::{Console, OutputMode};
-use crate::runner::{self, RunOptions, exit};
+use crate::console::{Console, OutputMode, TerminalAsker};
+use crate::harness::events::Resolution;
+use crate::runner::{self, Action, RunOptions, SessionChoice, exit};
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mode = match args.output {
@@ -15,6 +18,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Output::Json => OutputMode::Json,
         Output::StreamJson => OutputMode::StreamJson,
     };
+    let interactive = mode == OutputMode::Text
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal();
     let mut console = Console::new(
         mode,
         args.quiet,
@@ -24,8 +30,30 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     let (dir, prompt) = split_positionals(args);
     let base = dir.to_string_lossy().into_owned();
+    console.set_command(&format!("eve run {}", shell_word(&base)));
     if !dir.is_dir() {
         console.fail_early(&format!("`{base}` is not a folder"));
+        return Ok(ExitCode::from(exit::USAGE));
+    }
+
+    let session = match (&args.session, args.r#continue) {
+        (Some(id), _) => SessionChoice::Id(id.clone()),
+        (None, true) => SessionChoice::Latest,
+        (None, false) => SessionChoice::New,
+    };
+    let resolution = if let Some(text) = &args.answer {
+        Some(Resolution::Answer { text: text.clone() })
+    } else if args.approve {
+        Some(Resolution::Approved { by: None })
+    } else if args.deny {
+        Some(Resolution::Denied {
+            reason: args.reason.clone(),
+        })
+    } else {
+        None
+    };
+    if (resolution.is_some() || args.compact) && session == SessionChoice::New {
+        console.fail_early("--answer, --approve, --deny and --compact work on a session: add --session ID or --continue");
         return Ok(ExitCode::from(exit::USAGE));
     }
 
@@ -45,34 +73,84 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     compiler::write_manifest(&dir, &manifest)?;
 
-    let prompt = match read_prompt(prompt) {
-        Ok(prompt) => prompt,
-        Err(message) => {
-            console.fail_early(&message);
-            return Ok(ExitCode::from(exit::USAGE));
-        }
+    let action = match (&resolution, args.compact) {
+        (Some(resolution), _) => Action::Resume(resolution.clone()),
+        (None, true) => Action::Compact,
+        (None, false) => match read_prompt(prompt) {
+            Ok(prompt) => Action::Turn(prompt),
+            Err(message) => {
+                console.fail_early(&message);
+                return Ok(ExitCode::from(exit::USAGE));
+            }
+        },
     };
     let options = RunOptions {
         model: args.model.clone(),
         max_steps: args.max_steps,
         workspace: args.workspace.clone(),
+        session,
+        persist: true,
+        approve_all: args.yes,
+        asker: interactive.then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
     };
-    let (harness, events) = match runner::prepare(manifest, &dir, &options) {
+    let prepared = match runner::prepare(manifest, &dir, &options) {
         Ok(prepared) => prepared,
         Err(message) => {
             console.fail_early(&message);
             return Ok(ExitCode::from(exit::FAILED));
         }
     };
+    if !args.quiet {
+        for note in &prepared.repaired {
+            eprintln!("note: {note}");
+        }
+    }
+    let session_id = prepared.harness.session_id().to_string();
+    match (&action, prepared.harness.pending()) {
+        (Action::Resume(_), None) => {
+            console.fail_early(&format!(
+                "session {session_id} is not waiting for an answer or an approval"
+            ));
+            return Ok(ExitCode::from(exit::USAGE));
+        }
+        (Action::Turn(_), Some(pending)) => {
+            let wanted = match pending.kind {
+                crate::harness::events::InputKind::Question { .. } => "--answer \"…\"",
+                crate::harness::events::InputKind::Approval => "--approve or --deny",
+            };
+            console.fail_early(&format!(
+                "session {session_id} is waiting for a person (`{}` needs it): resume it with {wanted} first",
+                pending.tool
+            ));
+            return Ok(ExitCode::from(exit::USAGE));
+        }
+        _ => {}
+    }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let outcome = runtime.block_on(runner::run_turn(harness, events, prompt, |event| {
-        console.event(event)
-    }));
+    let outcome = runtime.block_on(runner::run(
+        prepared.harness,
+        prepared.events,
+        action,
+        |event| console.event(event),
+    ));
     console.finish(&outcome);
     Ok(ExitCode::from(runner::exit_code(outcome.end_reason)))
+}
+
+/// Quotes a word for a shell command line when it needs it.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// `eve run "question"` inside an agent directory means the current folder and that prompt.
@@ -102,7 +180,10 @@ fn read_prompt(argument: Option<String>) -> Result<String, String> {
         argument.unwrap_or_default()
     };
     if text.trim().is_empty() {
-        return Err("no prompt: pass one after the agent directory (`eve run DIR \"…\"`) or pipe it on stdin".into());
+        return Err(
+            "no prompt: pass one after the agent directory (`eve run DIR \"…\"`) or pipe it on stdin"
+                .into(),
+        );
     }
     Ok(text)
 }

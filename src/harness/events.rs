@@ -37,6 +37,10 @@ pub enum EndReason {
     MaxTokens,
     /// The person interrupted the turn (Ctrl-C).
     Aborted,
+    /// The turn is parked: it waits for an answer or an approval (not an end: resumable).
+    Waiting,
+    /// The session used `max_input_tokens_per_session`.
+    MaxInputTokens,
     /// A model call failed for good.
     Error,
     /// Found on restart: a crash left the turn open.
@@ -51,6 +55,8 @@ impl EndReason {
             EndReason::MaxSteps => "max_steps",
             EndReason::MaxTokens => "max_tokens",
             EndReason::Aborted => "aborted",
+            EndReason::Waiting => "waiting",
+            EndReason::MaxInputTokens => "max_input_tokens",
             EndReason::Error => "error",
             EndReason::Interrupted => "interrupted",
         }
@@ -58,8 +64,54 @@ impl EndReason {
 
     /// Whether a limit stopped the turn.
     pub fn is_limit(self) -> bool {
-        matches!(self, EndReason::MaxSteps | EndReason::MaxTokens)
+        matches!(
+            self,
+            EndReason::MaxSteps | EndReason::MaxTokens | EndReason::MaxInputTokens
+        )
     }
+}
+
+/// What a parked turn waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    pub request_id: String,
+    /// The tool call that needs the input.
+    pub call_id: String,
+    pub tool: String,
+    pub input: Value,
+    #[serde(flatten)]
+    pub kind: InputKind,
+}
+
+/// A question for the person, or a tool call to approve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum InputKind {
+    Question {
+        question: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        options: Vec<String>,
+    },
+    Approval,
+}
+
+/// The person's answer to an [`InputRequest`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Resolution {
+    /// The answer to a question.
+    Answer { text: String },
+    /// The call may run.
+    Approved {
+        /// Why it needed no person: `--yes`, for example.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    /// The call must not run.
+    Denied {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// A tool call as `actions.requested` lists it.
@@ -123,6 +175,35 @@ pub enum EventKind {
         is_error: bool,
         duration_ms: u64,
     },
+    /// The turn needs a person: a question or an approval.
+    #[serde(rename = "input.requested")]
+    InputRequested {
+        turn_id: String,
+        request: InputRequest,
+    },
+    /// The person answered; the turn goes on.
+    #[serde(rename = "input.resolved")]
+    InputResolved {
+        turn_id: String,
+        request_id: String,
+        call_id: String,
+        resolution: Resolution,
+    },
+    /// History is about to be compacted before a model call.
+    #[serde(rename = "compaction.requested")]
+    CompactionRequested {
+        turn_id: String,
+        tokens_before: u64,
+        threshold: u64,
+    },
+    /// Compaction is done: old tool results shortened, or older history summarised.
+    #[serde(rename = "compaction.completed")]
+    CompactionCompleted {
+        turn_id: String,
+        tokens_before: u64,
+        tokens_after: u64,
+        summarised: bool,
+    },
     #[serde(rename = "step.completed")]
     StepCompleted {
         turn_id: String,
@@ -155,6 +236,9 @@ pub enum EventKind {
         steps: u64,
         usage: Usage,
     },
+    /// The turn is parked until the request is answered (`eve run --session ID --answer …`).
+    #[serde(rename = "turn.waiting")]
+    TurnWaiting { turn_id: String, request_id: String },
     #[serde(rename = "session.waiting")]
     SessionWaiting { session_id: String, usage: Usage },
     #[serde(rename = "session.completed")]
@@ -186,6 +270,11 @@ impl EventKind {
             EventKind::ReasoningAppended { .. } => "reasoning.appended",
             EventKind::ActionsRequested { .. } => "actions.requested",
             EventKind::ActionResult { .. } => "action.result",
+            EventKind::InputRequested { .. } => "input.requested",
+            EventKind::InputResolved { .. } => "input.resolved",
+            EventKind::CompactionRequested { .. } => "compaction.requested",
+            EventKind::CompactionCompleted { .. } => "compaction.completed",
+            EventKind::TurnWaiting { .. } => "turn.waiting",
             EventKind::StepCompleted { .. } => "step.completed",
             EventKind::StepFailed { .. } => "step.failed",
             EventKind::TurnCompleted { .. } => "turn.completed",
@@ -203,6 +292,8 @@ pub struct Emitter {
     tx: mpsc::UnboundedSender<Event>,
     /// A child agent's session id, stamped on each of its events.
     session_id: Option<String>,
+    /// The session log every event but the streamed deltas is appended to.
+    log: Option<std::sync::Arc<crate::session::SessionLog>>,
 }
 
 impl Emitter {
@@ -213,6 +304,7 @@ impl Emitter {
             Emitter {
                 tx,
                 session_id: None,
+                log: None,
             },
             rx,
         )
@@ -223,6 +315,28 @@ impl Emitter {
         Emitter {
             tx: self.tx.clone(),
             session_id: Some(session_id.to_string()),
+            log: None,
+        }
+    }
+
+    /// The same channel, also writing to `log`.
+    pub fn with_log(&self, log: std::sync::Arc<crate::session::SessionLog>) -> Emitter {
+        Emitter {
+            tx: self.tx.clone(),
+            session_id: self.session_id.clone(),
+            log: Some(log),
+        }
+    }
+
+    /// The session log, if this emitter writes one.
+    pub fn log(&self) -> Option<&crate::session::SessionLog> {
+        self.log.as_deref()
+    }
+
+    /// Appends a record to the session log (if any); not sent to the channel.
+    pub fn record(&self, record: &crate::session::Record) {
+        if let Some(log) = &self.log {
+            log.append(record);
         }
     }
 
@@ -236,6 +350,16 @@ impl Emitter {
                 session_id: self.session_id.clone(),
             },
         };
+        if let Some(log) = &self.log
+            && !matches!(
+                event.kind,
+                EventKind::MessageAppended { .. } | EventKind::ReasoningAppended { .. }
+            )
+        {
+            log.append(&crate::session::Record::Event {
+                event: event.clone(),
+            });
+        }
         let _ = self.tx.send(event);
     }
 }

@@ -5,10 +5,12 @@
 //! continues (tool results), ends the turn (text only) or stops at a limit. It emits
 //! [`events`] on a channel and never prints.
 
+pub mod compaction;
 pub mod events;
 pub mod prompt;
 pub mod scheduler;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,7 +27,7 @@ use crate::providers::{
 use crate::tools::registry::parse_arguments;
 use crate::tools::state::SessionState;
 use crate::tools::{Registry, ToolContext, ToolOutput};
-use events::{Action, Emitter, EndReason, EventKind};
+use events::{Action, Emitter, EndReason, EventKind, InputKind, InputRequest, Resolution};
 
 /// Everything a harness needs besides the conversation.
 #[derive(Debug, Clone)]
@@ -47,6 +49,21 @@ pub struct Config {
     pub hidden_env: Vec<String>,
     /// 0 for the top agent; a child agent runs one deeper.
     pub depth: u32,
+    /// Where the session is logged (`.eve/sessions` of the agent); `None`: not logged.
+    pub sessions_dir: Option<PathBuf>,
+    /// Asks a person at a terminal; `None` when nobody is there.
+    pub asker: Option<Arc<dyn Asker>>,
+    /// `--yes`: approve every call that needs an approval.
+    pub approve_all: bool,
+}
+
+/// Asks the person a question or for an approval, and waits for the answer.
+pub trait Asker: Send + Sync + std::fmt::Debug {
+    /// The person's answer; `None` when they could not answer (input closed).
+    fn ask<'a>(
+        &'a self,
+        request: &'a InputRequest,
+    ) -> futures_util::future::BoxFuture<'a, Option<Resolution>>;
 }
 
 /// How a turn ended.
@@ -61,6 +78,8 @@ pub struct TurnOutcome {
     /// Model calls made (attempts that were retried count once).
     pub steps: u64,
     pub usage: Usage,
+    /// What a parked turn waits for.
+    pub pending: Option<InputRequest>,
 }
 
 /// Starts child agents for the `agent` tool and subagents: what they share with the
@@ -110,6 +129,9 @@ impl Spawner {
             retry: self.config.retry,
             hidden_env: self.config.hidden_env.clone(),
             depth,
+            sessions_dir: None,
+            asker: self.config.asker.clone(),
+            approve_all: self.config.approve_all,
         };
         let mut child = Harness::new(config, self.emitter.clone())?;
         child.start();
@@ -131,6 +153,20 @@ pub struct Harness {
     usage: Usage,
     /// Read stamps and the todo list.
     state: Arc<SessionState>,
+    /// The todo list as last written to the log.
+    logged_todos: Vec<crate::tools::state::Todo>,
+    /// A parked turn and the request it waits for.
+    waiting: Option<crate::session::replay::Waiting>,
+    /// Answers given in the current turn, by tool call id.
+    resolutions: HashMap<String, Resolution>,
+    /// Errors found before a call could run (arguments that are not JSON), by call id.
+    early: HashMap<String, ToolOutput>,
+    /// The input tokens the provider reported for the last model call.
+    last_input_tokens: u64,
+    /// Characters appended to the history since that call.
+    appended_chars: usize,
+    /// Steps the parked turn had taken when the session was reopened.
+    resumed_steps: u64,
 }
 
 /// What one model call produced.
@@ -154,18 +190,57 @@ enum CallFailure {
     Failed(String),
 }
 
+/// How a step's tool calls ended.
+enum CallsEnd {
+    Done,
+    Parked(InputRequest),
+}
+
+/// The characters of a message, for token estimates (4 characters a token).
+pub fn message_chars(message: &Message) -> usize {
+    match message {
+        Message::User { text } => text.len(),
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.input.to_string().len())
+                    .sum::<usize>()
+        }
+        Message::Tool { results } => results.iter().map(|r| r.content.len() + 16).sum(),
+    }
+}
+
 impl Harness {
-    /// A new session. Fails when the instructions cannot be rendered.
+    /// A new session. Fails when the instructions cannot be rendered or its log cannot
+    /// be created. With `config.sessions_dir`, the session is logged there.
     pub fn new(config: Config, emitter: Emitter) -> Result<Harness, String> {
         let session_id = crate::ids::new_id("ses");
-        let emitter = if config.depth > 0 {
+        Harness::build(config, emitter, session_id)
+    }
+
+    fn build(config: Config, emitter: Emitter, session_id: String) -> Result<Harness, String> {
+        let mut emitter = if config.depth > 0 {
             emitter.for_child(&session_id)
         } else {
             emitter
         };
+        if let Some(dir) = &config.sessions_dir {
+            config.provider.bind_session(dir, &session_id);
+            let path = dir.join(format!("{session_id}.jsonl"));
+            let log = crate::session::SessionLog::open(&path)
+                .map_err(|e| format!("cannot open the session log `{}`: {e}", path.display()))?;
+            emitter = emitter.with_log(Arc::new(log));
+        }
+        let can_ask = config.depth == 0
+            && (config.sessions_dir.is_some() || config.asker.is_some())
+            || config.asker.is_some();
         let registry = Arc::new(Registry::for_provider(
             &config.manifest,
             config.provider.speaks_anthropic(),
+            can_ask,
         ));
         let system = prompt::system_prompt(
             &config.manifest,
@@ -183,7 +258,33 @@ impl Harness {
             history: Vec::new(),
             usage: Usage::default(),
             state: Arc::new(SessionState::default()),
+            logged_todos: Vec::new(),
+            waiting: None,
+            resolutions: HashMap::new(),
+            early: HashMap::new(),
+            last_input_tokens: 0,
+            appended_chars: 0,
+            resumed_steps: 0,
         })
+    }
+
+    /// Reopens a logged session: its history, todo list, usage and parked request come
+    /// from the log (already repaired), and new records are appended to it.
+    pub fn resume(
+        config: Config,
+        emitter: Emitter,
+        replayed: crate::session::replay::Replayed,
+    ) -> Result<Harness, String> {
+        let mut harness = Harness::build(config, emitter, replayed.session_id.clone())?;
+        harness.history = replayed.history;
+        harness.usage = replayed.usage;
+        harness.state.set_todos(replayed.todos.clone());
+        harness.logged_todos = replayed.todos;
+        harness.waiting = replayed.waiting;
+        harness.resolutions = replayed.resolutions;
+        harness.last_input_tokens = replayed.last_input_tokens;
+        harness.resumed_steps = replayed.turns.last().map_or(0, |t| t.steps);
+        Ok(harness)
     }
 
     /// The session's id.
@@ -206,7 +307,12 @@ impl Harness {
         &self.history
     }
 
-    /// Emits `session.started`.
+    /// The request a parked turn waits for.
+    pub fn pending(&self) -> Option<&InputRequest> {
+        self.waiting.as_ref().map(|w| &w.request)
+    }
+
+    /// Emits `session.started` (at every start of a process, new session or not).
     pub fn start(&self) {
         self.emitter.emit(EventKind::SessionStarted {
             session_id: self.session_id.clone(),
@@ -219,7 +325,8 @@ impl Harness {
     }
 
     /// Emits how the session stands after a turn: `session.failed` after an error,
-    /// `session.waiting` in conversation mode, `session.completed` otherwise.
+    /// `session.waiting` when parked or in conversation mode, `session.completed`
+    /// otherwise; and puts the log on disk.
     pub fn finish(&self, outcome: &TurnOutcome) {
         let session_id = self.session_id.clone();
         let usage = self.usage.clone();
@@ -229,28 +336,48 @@ impl Harness {
                 error: error.clone(),
                 usage,
             }
-        } else if self.config.manifest.agent.mode == Mode::Conversation {
+        } else if outcome.end_reason == EndReason::Waiting
+            || self.config.manifest.agent.mode == Mode::Conversation
+        {
             EventKind::SessionWaiting { session_id, usage }
         } else {
             EventKind::SessionCompleted { session_id, usage }
         };
         self.emitter.emit(kind);
+        self.sync();
     }
 
-    /// Runs one turn answering `input`. Cancelling `cancel` aborts it cleanly: running
-    /// tools are killed and every tool call still gets a result.
-    pub async fn run_turn(&mut self, input: String, cancel: CancellationToken) -> TurnOutcome {
-        let turn_id = crate::ids::new_id("turn");
-        self.emitter.emit(EventKind::TurnStarted {
-            session_id: self.session_id.clone(),
-            turn_id: turn_id.clone(),
+    fn sync(&self) {
+        if let Some(log) = self.emitter.log() {
+            log.sync();
+        }
+    }
+
+    fn log_error(&self) -> Option<String> {
+        self.emitter.log().and_then(|log| log.error())
+    }
+
+    /// Appends a message to the history and to the log.
+    fn push(&mut self, message: Message) {
+        self.appended_chars += message_chars(&message);
+        self.emitter.record(&crate::session::Record::Message {
+            message: message.clone(),
         });
-        self.emitter.emit(EventKind::MessageReceived {
-            turn_id: turn_id.clone(),
-            text: input.clone(),
-        });
-        self.history.push(Message::User { text: input });
-        let ctx = ToolContext {
+        self.history.push(message);
+    }
+
+    fn save_todos(&mut self) {
+        let todos = self.state.todos();
+        if todos != self.logged_todos {
+            self.emitter.record(&crate::session::Record::Todos {
+                todos: todos.clone(),
+            });
+            self.logged_todos = todos;
+        }
+    }
+
+    fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
+        ToolContext {
             workspace: self.config.workspace.clone(),
             agent_dir: self.config.agent_dir.clone(),
             cancel: cancel.clone(),
@@ -269,29 +396,138 @@ impl Harness {
                 config: self.config.clone(),
                 emitter: self.emitter.clone(),
             })),
+        }
+    }
+
+    /// Runs one turn answering `input`. Cancelling `cancel` aborts it cleanly: running
+    /// tools are killed and every tool call still gets a result.
+    pub async fn run_turn(&mut self, input: String, cancel: CancellationToken) -> TurnOutcome {
+        let turn_id = crate::ids::new_id("turn");
+        self.resolutions.clear();
+        self.waiting = None;
+        self.emitter.emit(EventKind::TurnStarted {
+            session_id: self.session_id.clone(),
+            turn_id: turn_id.clone(),
+        });
+        self.emitter.emit(EventKind::MessageReceived {
+            turn_id: turn_id.clone(),
+            text: input.clone(),
+        });
+        self.push(Message::User { text: input });
+        self.drive(turn_id, 0, cancel).await
+    }
+
+    /// Resumes a parked turn with the person's answer to the request it waits for.
+    pub async fn resume_turn(
+        &mut self,
+        resolution: Resolution,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, String> {
+        let Some(waiting) = self.waiting.take() else {
+            return Err("this session is not waiting for an answer".into());
         };
+        let fits = matches!(
+            (&waiting.request.kind, &resolution),
+            (InputKind::Question { .. }, Resolution::Answer { .. })
+                | (
+                    InputKind::Approval,
+                    Resolution::Approved { .. } | Resolution::Denied { .. }
+                )
+        );
+        if !fits {
+            let wanted = match waiting.request.kind {
+                InputKind::Question { .. } => "an answer (--answer \"…\")",
+                InputKind::Approval => "an approval (--approve, or --deny)",
+            };
+            self.waiting = Some(waiting);
+            return Err(format!("the session waits for {wanted}"));
+        }
+        self.emitter.emit(EventKind::InputResolved {
+            turn_id: waiting.turn_id.clone(),
+            request_id: waiting.request.request_id.clone(),
+            call_id: waiting.request.call_id.clone(),
+            resolution: resolution.clone(),
+        });
+        self.resolutions
+            .insert(waiting.request.call_id.clone(), resolution);
+        let steps = self.steps_in_turn(&waiting.turn_id);
+        Ok(self.drive(waiting.turn_id, steps, cancel).await)
+    }
+
+    /// How many steps the parked turn has taken.
+    fn steps_in_turn(&self, _turn_id: &str) -> u64 {
+        self.resumed_steps
+    }
+
+    /// The loop of a turn from where it stands: unanswered tool calls first (a resumed
+    /// turn), then model calls until the model answers without tools or a limit stops it.
+    async fn drive(
+        &mut self,
+        turn_id: String,
+        mut steps: u64,
+        cancel: CancellationToken,
+    ) -> TurnOutcome {
+        let ctx = self.tool_context(&cancel);
         let mut usage = Usage::default();
-        let mut steps = 0;
         let mut hit_max_tokens = false;
         let mut result = String::new();
-        let end = loop {
+        let end: Result<EndReason, String> = loop {
+            let unanswered = crate::session::replay::unanswered_calls(&self.history);
+            if !unanswered.is_empty() {
+                match self
+                    .run_calls(&turn_id, steps, unanswered, &ctx, false)
+                    .await
+                {
+                    CallsEnd::Parked(request) => {
+                        self.park(&turn_id, request);
+                        break Ok(EndReason::Waiting);
+                    }
+                    CallsEnd::Done => {}
+                }
+                self.resumed_steps = steps;
+                self.save_todos();
+                self.sync();
+                if let Some(error) = self.log_error() {
+                    break Err(error);
+                }
+            }
             if cancel.is_cancelled() {
                 break Ok(EndReason::Aborted);
             }
             if steps >= self.config.max_steps {
                 break Ok(EndReason::MaxSteps);
             }
+            if let Some(limit) = self
+                .config
+                .manifest
+                .agent
+                .limits
+                .max_input_tokens_per_session
+                && self.usage.input_tokens >= limit
+            {
+                result = format!(
+                    "The session used {} input tokens, reaching max_input_tokens_per_session ({limit}).",
+                    self.usage.input_tokens
+                );
+                break Ok(EndReason::MaxInputTokens);
+            }
+            if let Err(error) = self.maybe_compact(&turn_id, false).await {
+                break Err(error);
+            }
             steps += 1;
+            self.resumed_steps = steps;
             self.emitter.emit(EventKind::StepStarted {
                 turn_id: turn_id.clone(),
                 step: steps,
             });
+            // A step boundary: what the model is about to see is on disk.
+            self.sync();
             let reply = match self.call_model(&turn_id, steps, &cancel).await {
                 Ok(reply) => reply,
                 Err(CallFailure::Aborted { partial }) => {
                     if !partial.is_empty() {
                         result = partial.clone();
-                        self.history.push(Message::Assistant {
+                        self.push(Message::Assistant {
                             text: partial,
                             tool_calls: Vec::new(),
                             anthropic_blocks: None,
@@ -303,6 +539,8 @@ impl Harness {
             };
             usage.add(&reply.usage);
             self.usage.add(&reply.usage);
+            self.last_input_tokens = reply.usage.input_tokens;
+            self.appended_chars = 0;
             let finish = reply.finish.clone().unwrap_or(if reply.calls.is_empty() {
                 FinishReason::Stop
             } else {
@@ -312,15 +550,34 @@ impl Harness {
             result = reply.text.clone();
             // A long server-side tool turn paused: send the reply back as it is to go on.
             let paused = finish == FinishReason::Other("pause_turn".into());
-            let had_calls = !reply.calls.is_empty() || paused;
             let step_usage = reply.usage.clone();
-            self.run_calls(&turn_id, steps, reply, &finish, &ctx).await;
-            self.emitter.emit(EventKind::StepCompleted {
+            let calls = self.commit_reply(&turn_id, steps, reply, &finish);
+            let had_calls = !calls.is_empty() || paused;
+            let completed = EventKind::StepCompleted {
                 turn_id: turn_id.clone(),
                 step: steps,
                 finish_reason: finish.as_str().to_string(),
                 usage: step_usage,
-            });
+            };
+            if calls.is_empty() {
+                self.emitter.emit(completed);
+            } else {
+                // The reply is on disk before any of its tools runs.
+                self.sync();
+                match self.run_calls(&turn_id, steps, calls, &ctx, true).await {
+                    CallsEnd::Parked(request) => {
+                        self.emitter.emit(completed);
+                        self.park(&turn_id, request);
+                        break Ok(EndReason::Waiting);
+                    }
+                    CallsEnd::Done => self.emitter.emit(completed),
+                }
+            }
+            self.save_todos();
+            self.sync();
+            if let Some(error) = self.log_error() {
+                break Err(error);
+            }
             if cancel.is_cancelled() {
                 break Ok(EndReason::Aborted);
             }
@@ -332,6 +589,7 @@ impl Harness {
                 });
             }
         };
+        let pending = self.waiting.as_ref().map(|w| w.request.clone());
         let outcome = match end {
             Ok(end_reason) => TurnOutcome {
                 turn_id: turn_id.clone(),
@@ -340,6 +598,7 @@ impl Harness {
                 error: None,
                 steps,
                 usage,
+                pending,
             },
             Err(error) => TurnOutcome {
                 turn_id: turn_id.clone(),
@@ -348,27 +607,46 @@ impl Harness {
                 error: Some(error),
                 steps,
                 usage,
+                pending: None,
             },
         };
-        self.emitter.emit(match &outcome.error {
-            None => EventKind::TurnCompleted {
+        match (&outcome.error, outcome.end_reason) {
+            (None, EndReason::Waiting) => {}
+            (None, end_reason) => self.emitter.emit(EventKind::TurnCompleted {
                 turn_id,
-                end_reason: outcome.end_reason,
+                end_reason,
                 result: outcome.result.clone(),
                 steps: outcome.steps,
                 usage: outcome.usage.clone(),
-            },
-            Some(error) => EventKind::TurnFailed {
+            }),
+            (Some(error), _) => self.emitter.emit(EventKind::TurnFailed {
                 turn_id,
                 end_reason: EndReason::Error,
                 error: error.clone(),
                 steps: outcome.steps,
                 usage: outcome.usage.clone(),
-            },
-        });
+            }),
+        }
+        if outcome.end_reason != EndReason::Waiting {
+            self.resolutions.clear();
+            self.early.clear();
+        }
+        self.sync();
         outcome
     }
 
+    /// Records a parked request: `input.requested` was emitted; now `turn.waiting`.
+    fn park(&mut self, turn_id: &str, request: InputRequest) {
+        self.emitter.emit(EventKind::TurnWaiting {
+            turn_id: turn_id.to_string(),
+            request_id: request.request_id.clone(),
+        });
+        self.waiting = Some(crate::session::replay::Waiting {
+            turn_id: turn_id.to_string(),
+            request,
+        });
+        self.sync();
+    }
     /// One model call, retried as a whole while the error is retryable.
     async fn call_model(
         &self,
@@ -539,34 +817,30 @@ impl Harness {
         }
     }
 
-    /// Appends the assistant message, runs its tool calls through the scheduler and
-    /// appends their results: every call gets one, in call order.
-    async fn run_calls(
+    /// Appends the model's reply to the history and returns its tool calls; arguments
+    /// that are not a JSON object become an error result kept for the call.
+    fn commit_reply(
         &mut self,
         turn_id: &str,
         step: u64,
         reply: Reply,
         finish: &FinishReason,
-        ctx: &ToolContext,
-    ) {
+    ) -> Vec<ToolCall> {
         let mut calls = Vec::with_capacity(reply.calls.len());
-        let mut early: Vec<Option<ToolOutput>> = Vec::with_capacity(reply.calls.len());
         for pending in reply.calls {
-            let (input, problem) = match parse_arguments(&pending.arguments) {
-                Ok(input) => (input, None),
+            let input = match parse_arguments(&pending.arguments) {
+                Ok(input) => input,
                 Err(e) => {
                     let cut = if *finish == FinishReason::MaxTokens {
                         " The reply was cut off at the output token limit: make smaller calls."
                     } else {
                         ""
                     };
-                    (
-                        serde_json::Value::Object(Default::default()),
-                        Some(ToolOutput::error(format!(
-                            "Could not call `{}`: {e}.{cut}",
-                            pending.name
-                        ))),
-                    )
+                    self.early.insert(
+                        pending.id.clone(),
+                        ToolOutput::error(format!("Could not call `{}`: {e}.{cut}", pending.name)),
+                    );
+                    serde_json::Value::Object(Default::default())
                 }
             };
             calls.push(ToolCall {
@@ -574,46 +848,175 @@ impl Harness {
                 name: pending.name,
                 input,
             });
-            early.push(problem);
         }
         if let Some(blocks) = &reply.provider_content {
             self.report_server_tools(turn_id, step, blocks);
         }
-        self.history.push(Message::Assistant {
+        self.push(Message::Assistant {
             text: reply.text,
             tool_calls: calls.clone(),
             anthropic_blocks: reply.provider_content,
         });
-        if calls.is_empty() {
-            return;
+        calls
+    }
+
+    /// Settles what the calls need from a person: answers and approvals already given,
+    /// `--yes`, a person at the terminal, or parking the turn. Returns the calls that
+    /// nobody can settle here, with the result they get instead.
+    async fn settle_inputs(
+        &mut self,
+        turn_id: &str,
+        calls: &[ToolCall],
+    ) -> Result<HashMap<String, ToolOutput>, InputRequest> {
+        let mut refused = HashMap::new();
+        for call in calls {
+            if self.early.contains_key(&call.id) || self.resolutions.contains_key(&call.id) {
+                continue;
+            }
+            let Some(kind) = self.registry.needs_input(call) else {
+                continue;
+            };
+            if kind == InputKind::Approval && self.config.approve_all {
+                let resolution = Resolution::Approved {
+                    by: Some("--yes".into()),
+                };
+                self.emitter.emit(EventKind::InputResolved {
+                    turn_id: turn_id.to_string(),
+                    request_id: crate::ids::new_id("req"),
+                    call_id: call.id.clone(),
+                    resolution: resolution.clone(),
+                });
+                self.resolutions.insert(call.id.clone(), resolution);
+                continue;
+            }
+            let request = InputRequest {
+                request_id: crate::ids::new_id("req"),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                input: call.input.clone(),
+                kind: kind.clone(),
+            };
+            if let Some(asker) = self.config.asker.clone() {
+                self.emitter.emit(EventKind::InputRequested {
+                    turn_id: turn_id.to_string(),
+                    request: request.clone(),
+                });
+                // Let the console show the request before the question is asked.
+                tokio::task::yield_now().await;
+                if let Some(resolution) = asker.ask(&request).await {
+                    self.emitter.emit(EventKind::InputResolved {
+                        turn_id: turn_id.to_string(),
+                        request_id: request.request_id.clone(),
+                        call_id: call.id.clone(),
+                        resolution: resolution.clone(),
+                    });
+                    self.resolutions.insert(call.id.clone(), resolution);
+                    continue;
+                }
+                if self.can_park() {
+                    return Err(request);
+                }
+            } else if self.can_park() {
+                self.emitter.emit(EventKind::InputRequested {
+                    turn_id: turn_id.to_string(),
+                    request: request.clone(),
+                });
+                return Err(request);
+            }
+            let text = match kind {
+                InputKind::Question { .. } => "Nobody can answer questions in this run; decide yourself and say what you assumed.".to_string(),
+                InputKind::Approval => format!(
+                    "Refused: `{}` needs a person's approval for every call (approval = \"always\"), and nobody can approve calls in this run. Do the task without it, or say what you would run.",
+                    call.name
+                ),
+            };
+            refused.insert(call.id.clone(), ToolOutput::error(text));
         }
-        self.emitter.emit(EventKind::ActionsRequested {
-            turn_id: turn_id.to_string(),
-            step,
-            actions: calls
-                .iter()
-                .map(|c| Action {
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    input: c.input.clone(),
-                })
-                .collect(),
-        });
+        Ok(refused)
+    }
+
+    /// Whether this harness can park a turn: the top agent of a logged session.
+    fn can_park(&self) -> bool {
+        self.config.depth == 0 && self.emitter.log().is_some()
+    }
+
+    /// Runs a step's tool calls through the scheduler and appends their results: every
+    /// call gets one, in call order. Parks instead when a call needs a person nobody
+    /// here can ask.
+    async fn run_calls(
+        &mut self,
+        turn_id: &str,
+        step: u64,
+        calls: Vec<ToolCall>,
+        ctx: &ToolContext,
+        announce: bool,
+    ) -> CallsEnd {
+        if announce {
+            self.emitter.emit(EventKind::ActionsRequested {
+                turn_id: turn_id.to_string(),
+                step,
+                actions: calls
+                    .iter()
+                    .map(|c| Action {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        input: c.input.clone(),
+                    })
+                    .collect(),
+            });
+        }
+        let refused = match self.settle_inputs(turn_id, &calls).await {
+            Ok(refused) => refused,
+            Err(request) => return CallsEnd::Parked(request),
+        };
         let registry = self.registry.clone();
         let max_parallel = self.config.manifest.agent.limits.max_parallel_tools as usize;
         let emitter = self.emitter.clone();
-        let items: Vec<(ToolCall, Option<ToolOutput>)> = calls.into_iter().zip(early).collect();
+        enum Plan {
+            Result(ToolOutput),
+            Run,
+            RunApproved,
+        }
+        let items: Vec<(ToolCall, Plan)> = calls
+            .into_iter()
+            .map(|call| {
+                let plan = if let Some(output) = self.early.remove(&call.id) {
+                    Plan::Result(output)
+                } else if let Some(output) = refused.get(&call.id) {
+                    Plan::Result(output.clone())
+                } else {
+                    match self.resolutions.get(&call.id) {
+                        Some(Resolution::Answer { text }) => {
+                            Plan::Result(ToolOutput::ok(text.clone()))
+                        }
+                        Some(Resolution::Denied { reason }) => {
+                            Plan::Result(ToolOutput::error(match reason {
+                                Some(reason) => format!("The user denied this call: {reason}"),
+                                None => "The user denied this call.".to_string(),
+                            }))
+                        }
+                        Some(Resolution::Approved { .. }) => Plan::RunApproved,
+                        None => Plan::Run,
+                    }
+                };
+                (call, plan)
+            })
+            .collect();
         let results = scheduler::run(
             items,
             max_parallel,
-            |(call, early)| early.is_none() && !registry.runs_in_parallel(&call.name),
-            |_, (call, early)| {
+            |(call, plan)| {
+                matches!(plan, Plan::Run | Plan::RunApproved)
+                    && !registry.runs_in_parallel(&call.name)
+            },
+            |_, (call, plan)| {
                 let registry = registry.clone();
                 async move {
                     let started = Instant::now();
-                    let output = match early {
-                        Some(output) => output,
-                        None => registry.call(&call, ctx).await,
+                    let output = match plan {
+                        Plan::Result(output) => output,
+                        Plan::Run => registry.call(&call, ctx).await,
+                        Plan::RunApproved => registry.call_approved(&call, ctx).await,
                     };
                     (call, output, started.elapsed())
                 }
@@ -631,7 +1034,7 @@ impl Harness {
             },
         )
         .await;
-        self.history.push(Message::Tool {
+        self.push(Message::Tool {
             results: results
                 .into_iter()
                 .map(|(call, output, _)| ToolResult {
@@ -642,6 +1045,9 @@ impl Harness {
                 })
                 .collect(),
         });
+        // Answers belong to the calls of this step only.
+        self.resolutions.clear();
+        CallsEnd::Done
     }
 }
 

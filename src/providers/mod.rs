@@ -35,6 +35,10 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// The name model references use for it (`anthropic`, `ollama`, `scripted`).
     fn name(&self) -> &str;
 
+    /// Tells the provider which logged session it serves (the scripted provider keeps
+    /// its place in the script per session, so a resumed session gets the next reply).
+    fn bind_session(&self, _sessions_dir: &Path, _session_id: &str) {}
+
     /// Whether it speaks Anthropic's Messages API (and so hosts `web_search`).
     fn speaks_anthropic(&self) -> bool {
         false

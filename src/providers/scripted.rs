@@ -79,6 +79,8 @@ pub struct ScriptedProvider {
     next: Mutex<usize>,
     /// `EVE_SCRIPTED_LOG`: every request is appended to this file as one JSON line.
     log: Option<PathBuf>,
+    /// Where the position in the script is kept for a logged session.
+    cursor_file: Mutex<Option<PathBuf>>,
 }
 
 impl ScriptedProvider {
@@ -92,6 +94,7 @@ impl ScriptedProvider {
             replies,
             next: Mutex::new(0),
             log: std::env::var_os("EVE_SCRIPTED_LOG").map(PathBuf::from),
+            cursor_file: Mutex::new(None),
         })
     }
 
@@ -130,6 +133,10 @@ impl ScriptedProvider {
             )));
         };
         *next += 1;
+        if let Some(file) = lock(&self.cursor_file).as_ref() {
+            // Best effort: losing the place only replays a reply in a later process.
+            let _ = std::fs::write(file, next.to_string());
+        }
         Ok(reply.clone())
     }
 }
@@ -266,6 +273,17 @@ pub fn events(reply: &Reply, request: &ModelRequest, call_number: usize) -> Vec<
 impl Provider for ScriptedProvider {
     fn name(&self) -> &str {
         "scripted"
+    }
+
+    fn bind_session(&self, sessions_dir: &Path, session_id: &str) {
+        let file = sessions_dir.join(format!("{session_id}.scripted"));
+        if let Some(place) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+        {
+            *lock(&self.next) = place;
+        }
+        *lock(&self.cursor_file) = Some(file);
     }
 
     fn stream<'a>(

@@ -72,13 +72,19 @@ impl AgentTool {
         };
         match outcome.end_reason {
             EndReason::Completed => ToolOutput::ok(outcome.result),
-            EndReason::MaxSteps | EndReason::MaxTokens => ToolOutput::ok(format!(
-                "{}\n\n(`{}` stopped at a limit, {}, after {steps}; its answer may be incomplete.)",
-                outcome.result,
-                self.name,
-                outcome.end_reason.as_str()
-            )),
+            EndReason::MaxSteps | EndReason::MaxTokens | EndReason::MaxInputTokens => {
+                ToolOutput::ok(format!(
+                    "{}\n\n(`{}` stopped at a limit, {}, after {steps}; its answer may be incomplete.)",
+                    outcome.result,
+                    self.name,
+                    outcome.end_reason.as_str()
+                ))
+            }
             EndReason::Aborted => ToolOutput::error(format!("`{}` was interrupted", self.name)),
+            EndReason::Waiting => ToolOutput::error(format!(
+                "`{}` stopped to wait for a person, which a child agent cannot do",
+                self.name
+            )),
             EndReason::Error | EndReason::Interrupted => ToolOutput::error(format!(
                 "`{}` failed after {steps}: {}",
                 self.name,

@@ -9,7 +9,7 @@ use super::agent::{AgentTool, DEFAULT_MAX_DEPTH, Target};
 use super::command::CommandTool;
 use super::http::HttpTool;
 use super::{ToolContext, ToolExec, ToolOutput};
-use crate::harness::events::Unavailable;
+use crate::harness::events::{InputKind, Unavailable};
 use crate::manifest::{self, Approval, Executor};
 use crate::providers::request::ToolKind;
 use crate::providers::{ToolCall, ToolSpec};
@@ -23,6 +23,22 @@ struct Entry {
     validator: jsonschema::Validator,
     exec: Arc<dyn ToolExec>,
     kind: ToolKind,
+}
+
+/// `ask_question`: the harness parks the turn or asks the person; a call reaching the
+/// executor had nobody to ask.
+#[derive(Debug)]
+struct AskQuestion;
+
+impl ToolExec for AskQuestion {
+    fn call<'a>(&'a self, _input: &'a Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        async {
+            ToolOutput::error(
+                "Nobody can answer questions here; decide yourself and say what you assumed.",
+            )
+        }
+        .boxed()
+    }
 }
 
 /// A tool the provider runs inside its reply (Anthropic's web search): eve never executes it.
@@ -121,9 +137,7 @@ fn builtin(
         "read_file" => Ok(Arc::new(super::read_file::ReadFile)),
         "write_file" => Ok(Arc::new(super::write_file::WriteFile)),
         "edit_file" => Ok(Arc::new(super::edit_file::EditFile)),
-        "ask_question" => Err(
-            "this version of eve cannot run it yet: questions need a person to answer, which comes with sessions".into(),
-        ),
+        "ask_question" => Ok(Arc::new(AskQuestion)),
         "web_fetch" => Ok(Arc::new(super::web_fetch::WebFetchTool::from_manifest(
             tool,
         ))),
@@ -141,15 +155,24 @@ impl Registry {
     /// Builds the registry. A tool eve cannot execute is left out (never offered to the
     /// model) and listed by [`Registry::unavailable`].
     pub fn from_manifest(manifest: &manifest::Manifest) -> Registry {
-        Registry::for_provider(manifest, false)
+        Registry::for_provider(manifest, false, true)
     }
 
     /// Builds the registry for a provider: `anthropic` says whether it speaks Anthropic's
     /// Messages API, the only one with the hosted `web_search`.
-    pub fn for_provider(manifest: &manifest::Manifest, anthropic: bool) -> Registry {
+    /// `can_ask` says whether a person can answer questions in this run: a child agent
+    /// cannot park its turn, so it has no `ask_question` unless someone is at a terminal.
+    pub fn for_provider(manifest: &manifest::Manifest, anthropic: bool, can_ask: bool) -> Registry {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
         for tool in &manifest.tools {
+            if tool.name == "ask_question" && tool.executor == Executor::Builtin && !can_ask {
+                unavailable.push(Unavailable {
+                    name: tool.name.clone(),
+                    reason: "a child agent cannot stop to wait for a person's answer".into(),
+                });
+                continue;
+            }
             if tool.name == "web_search" && tool.executor == Executor::Builtin {
                 if anthropic {
                     if let Ok(validator) = jsonschema::validator_for(&tool.input_schema) {
@@ -266,8 +289,44 @@ impl Registry {
         }
     }
 
-    /// Runs a call: checks it, refuses what needs an approval nobody can give, executes it.
+    /// What a valid call needs from a person before it runs: an answer (`ask_question`)
+    /// or an approval (`approval = "always"` and no `allow` pattern covers it).
+    pub fn needs_input(&self, call: &ToolCall) -> Option<InputKind> {
+        self.check(call).ok()?;
+        let entry = self.entry(&call.name)?;
+        if entry.spec.name == "ask_question" && entry.spec.executor == Executor::Builtin {
+            let question = call.input.get("question")?.as_str()?.to_string();
+            let options = call
+                .input
+                .get("options")
+                .and_then(Value::as_array)
+                .map(|o| {
+                    o.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Some(InputKind::Question { question, options });
+        }
+        if entry.exec.precheck(&call.input).is_some() {
+            return None;
+        }
+        (entry.spec.approval == Approval::Always && !entry.exec.approved_by_policy(&call.input))
+            .then_some(InputKind::Approval)
+    }
+
+    /// Runs a call a person approved: like [`Registry::call`], without the approval check.
+    pub async fn call_approved(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
+        self.run(call, ctx, true).await
+    }
+
+    /// Runs a call: checks it, refuses what needs an approval nobody gave, executes it.
     pub async fn call(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
+        self.run(call, ctx, false).await
+    }
+
+    async fn run(&self, call: &ToolCall, ctx: &ToolContext, approved: bool) -> ToolOutput {
         if let Err(refused) = self.check(call) {
             return refused;
         }
@@ -277,7 +336,10 @@ impl Registry {
         if let Some(refused) = entry.exec.precheck(&call.input) {
             return refused;
         }
-        if entry.spec.approval == Approval::Always && !entry.exec.approved_by_policy(&call.input) {
+        if !approved
+            && entry.spec.approval == Approval::Always
+            && !entry.exec.approved_by_policy(&call.input)
+        {
             return ToolOutput::error(format!(
                 "Refused: `{}` needs a person's approval for every call (approval = \"always\"), and nobody can approve calls in this run. Do the task without it, or say what you would run.",
                 call.name
@@ -347,13 +409,14 @@ mod tests {
                 "{offered} is not offered: {names:?}"
             );
         }
-        let ask = registry
+        assert!(names.iter().any(|n| n == "ask_question"));
+        let child = Registry::for_provider(&manifest(), false, false);
+        let ask = child
             .unavailable()
             .iter()
             .find(|u| u.name == "ask_question")
             .unwrap();
-        assert!(ask.reason.contains("cannot run"), "{}", ask.reason);
-        assert!(!names.iter().any(|n| n == "ask_question"));
+        assert!(ask.reason.contains("child agent"), "{}", ask.reason);
         assert_eq!(registry.specs().len(), names.len());
     }
 

@@ -17,6 +17,9 @@ use serde_json::Value;
 pub enum Reply {
     /// `200 text/event-stream`, written chunk by chunk; the connection closes after the last.
     Sse(Vec<String>),
+    /// Like `Sse`, then the connection stays open and silent for a minute (a stream a
+    /// test kills eve in the middle of).
+    Stall(Vec<String>),
     /// Any status with headers and a body.
     Status {
         status: u16,
@@ -134,6 +137,19 @@ fn serve(
                 }
                 thread::sleep(Duration::from_millis(2));
             }
+        }
+        Some(Reply::Stall(chunks)) => {
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            for chunk in chunks {
+                if stream.write_all(chunk.as_bytes()).is_err() || stream.flush().is_err() {
+                    return;
+                }
+            }
+            thread::sleep(Duration::from_secs(60));
         }
         Some(Reply::Status {
             status,

@@ -1,0 +1,73 @@
+//! `eve sessions list|show|rm`.
+
+use std::process::ExitCode;
+
+use crate::cli::{SessionsArgs, SessionsCommand, ShowOutput};
+use crate::session::{show, store};
+
+pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        SessionsCommand::List { dir } => {
+            if !dir.is_dir() {
+                eprintln!("error: `{}` is not a folder", dir.display());
+                return Ok(ExitCode::from(super::EXIT_USAGE));
+            }
+            let rows = show::rows(dir);
+            if rows.is_empty() {
+                eprintln!("no sessions yet in `{}`", store::dir(dir).display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
+            println!(
+                "{:id_width$}  {:19}  {:>5}  {:28}  LAST MESSAGE",
+                "ID", "STARTED", "TURNS", "STATUS"
+            );
+            for row in rows {
+                println!(
+                    "{:id_width$}  {:19}  {:>5}  {:28}  {}",
+                    row.id, row.started, row.turns, row.status, row.last_message
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Show { id, dir, output } => {
+            let id = match store::find(dir, id) {
+                Ok(id) => id,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let replayed = match show::read(&store::path(dir, &id)) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            match output {
+                ShowOutput::Text => print!("{}", show::transcript(&replayed)),
+                ShowOutput::StreamJson => {
+                    for event in show::events(&replayed) {
+                        println!("{}", serde_json::to_string(&event)?);
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Rm { id, dir } => {
+            let id = match store::find(dir, id) {
+                Ok(id) => id,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            std::fs::remove_file(store::path(dir, &id))?;
+            // The scripted provider's place in its script, if this session used one.
+            let _ = std::fs::remove_file(store::dir(dir).join(format!("{id}.scripted")));
+            eprintln!("removed session {id}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Durable sessions: an append-only JSONL log per session under `.eve/sessions/`.
+//!
+//! Each line is a [`Record`]: an event the run emitted (streamed text deltas are
+//! not logged; the assistant message holds the text), a message added to the
+//! history, a history replaced by compaction, or the todo list. The history is
+//! derived from the log when a session is opened, never stored elsewhere. The log
+//! is flushed to disk at every step boundary. Opening a log repairs it: a torn
+//! last line is dropped, and a turn a crash left open is closed as `interrupted`,
+//! each of its tool calls without a result getting a synthetic error result, so
+//! the next request to a provider is always valid.
+
+pub mod replay;
+pub mod show;
+pub mod store;
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::harness::events::Event;
+use crate::providers::Message;
+use crate::tools::state::Todo;
+
+/// One line of a session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum Record {
+    /// An event of the run, as `--output stream-json` prints it.
+    Event { event: Event },
+    /// A message appended to the history.
+    Message { message: Message },
+    /// Compaction replaced the whole history with these messages.
+    Compacted { messages: Vec<Message> },
+    /// The todo list changed.
+    Todos { todos: Vec<Todo> },
+}
+
+/// An open session log, appended to by the harness (internally locked: shared by the
+/// tasks of one turn).
+#[derive(Debug)]
+pub struct SessionLog {
+    path: PathBuf,
+    writer: Mutex<BufWriter<File>>,
+    /// The first write error; the harness ends the turn when it sees one.
+    error: Mutex<Option<String>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl SessionLog {
+    /// Opens `path` for appending, creating it (and its folder) if needed.
+    pub fn open(path: &Path) -> std::io::Result<SessionLog> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(SessionLog {
+            path: path.to_path_buf(),
+            writer: Mutex::new(BufWriter::new(file)),
+            error: Mutex::new(None),
+        })
+    }
+
+    /// The log's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record (buffered until the next [`SessionLog::sync`]).
+    pub fn append(&self, record: &Record) {
+        let result = serde_json::to_string(record)
+            .map_err(std::io::Error::other)
+            .and_then(|line| {
+                let mut writer = lock(&self.writer);
+                writer.write_all(line.as_bytes())?;
+                writer.write_all(b"\n")
+            });
+        if let Err(e) = result {
+            self.fail(e);
+        }
+    }
+
+    /// Writes everything buffered and asks the OS to put it on disk.
+    pub fn sync(&self) {
+        let mut writer = lock(&self.writer);
+        let result = writer.flush().and_then(|()| writer.get_ref().sync_data());
+        drop(writer);
+        if let Err(e) = result {
+            self.fail(e);
+        }
+    }
+
+    fn fail(&self, e: std::io::Error) {
+        let mut error = lock(&self.error);
+        if error.is_none() {
+            *error = Some(format!(
+                "cannot write the session log `{}`: {e}",
+                self.path.display()
+            ));
+        }
+    }
+
+    /// The first write error, if any.
+    pub fn error(&self) -> Option<String> {
+        lock(&self.error).clone()
+    }
+}
+
+impl Drop for SessionLog {
+    fn drop(&mut self) {
+        let writer = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
+        let _ = writer.flush();
+        let _ = writer.get_ref().sync_data();
+    }
+}

@@ -1,0 +1,364 @@
+//! Reading a session log back: the history, the turns, a parked request, and the
+//! repair of what a crash left behind.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use super::Record;
+use crate::harness::events::{EndReason, Event, EventKind, InputRequest, Meta, Resolution};
+use crate::providers::{Message, ToolResult, Usage};
+use crate::tools::state::Todo;
+
+/// A turn as the log tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    pub turn_id: String,
+    pub input: String,
+    pub started_at: String,
+    pub steps: u64,
+    /// `None` while the turn is open or parked.
+    pub end: Option<EndReason>,
+}
+
+/// A parked turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub turn_id: String,
+    pub request: InputRequest,
+}
+
+/// Everything a session log holds.
+#[derive(Debug, Clone, Default)]
+pub struct Replayed {
+    pub session_id: String,
+    pub agent: String,
+    pub started_at: String,
+    pub history: Vec<Message>,
+    pub todos: Vec<Todo>,
+    pub usage: Usage,
+    /// The input tokens the provider reported for the last model call.
+    pub last_input_tokens: u64,
+    pub turns: Vec<TurnSummary>,
+    /// A turn parked on a question or an approval.
+    pub waiting: Option<Waiting>,
+    /// Answers already given in the parked turn, by call id.
+    pub resolutions: HashMap<String, Resolution>,
+    /// A turn that started and never ended (a crash), unless it is parked.
+    pub open_turn: Option<String>,
+    /// The last `session.*` event's type: `session.completed`, `session.waiting`…
+    pub status: String,
+    /// The events, for replay.
+    pub records: Vec<Record>,
+    /// Whether a torn last line was dropped.
+    pub dropped_torn_line: bool,
+}
+
+/// Reads a log. A last line that does not parse (a write cut by a crash) is dropped
+/// and cut from the file; a bad line anywhere else is an error naming the line.
+pub fn load(path: &Path) -> Result<Replayed, String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let mut records = Vec::new();
+    let mut offset = 0usize;
+    let mut dropped = false;
+    let mut number = 0;
+    while offset < bytes.len() {
+        number += 1;
+        let end = bytes[offset..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| offset + i);
+        let line = &bytes[offset..end];
+        let is_last = end + 1 >= bytes.len();
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            match serde_json::from_slice::<Record>(line) {
+                Ok(record) => records.push(record),
+                Err(_) if is_last => {
+                    // A torn write: keep everything before it.
+                    let file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(path)
+                        .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
+                    file.set_len(offset as u64)
+                        .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
+                    dropped = true;
+                    break;
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "`{}` line {number} is not a session record ({e}); the log is damaged",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        offset = end + 1;
+    }
+    // A last line that parsed but lacks its newline: add it, so appends start clean.
+    if !dropped && !bytes.is_empty() && bytes.last() != Some(&b'\n') {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
+        file.write_all(b"\n")
+            .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
+    }
+    let mut replayed = replay(records);
+    replayed.dropped_torn_line = dropped;
+    Ok(replayed)
+}
+
+/// Folds records into the session's state.
+pub fn replay(records: Vec<Record>) -> Replayed {
+    let mut r = Replayed::default();
+    for record in &records {
+        apply(&mut r, record);
+    }
+    r.records = records;
+    r
+}
+
+fn apply(r: &mut Replayed, record: &Record) {
+    match record {
+        Record::Message { message } => r.history.push(message.clone()),
+        Record::Compacted { messages } => r.history = messages.clone(),
+        Record::Todos { todos } => r.todos = todos.clone(),
+        Record::Event { event } => match &event.kind {
+            EventKind::SessionStarted {
+                session_id, agent, ..
+            } => {
+                r.session_id = session_id.clone();
+                r.agent = agent.clone();
+                if r.started_at.is_empty() {
+                    r.started_at = event.meta.at.clone();
+                }
+                r.status = "session.started".into();
+            }
+            EventKind::TurnStarted { turn_id, .. } => {
+                r.turns.push(TurnSummary {
+                    turn_id: turn_id.clone(),
+                    input: String::new(),
+                    started_at: event.meta.at.clone(),
+                    steps: 0,
+                    end: None,
+                });
+                r.open_turn = Some(turn_id.clone());
+                r.waiting = None;
+                r.resolutions.clear();
+                r.status = "running".into();
+            }
+            EventKind::MessageReceived { text, .. } => {
+                if let Some(turn) = r.turns.last_mut() {
+                    turn.input = text.clone();
+                }
+            }
+            EventKind::StepStarted { step, .. } => {
+                if let Some(turn) = r.turns.last_mut() {
+                    turn.steps = *step;
+                }
+                r.status = "running".into();
+            }
+            EventKind::StepCompleted { usage, .. } => {
+                r.usage.add(usage);
+                r.last_input_tokens = usage.input_tokens;
+            }
+            EventKind::InputRequested { turn_id, request } => {
+                r.waiting = Some(Waiting {
+                    turn_id: turn_id.clone(),
+                    request: request.clone(),
+                });
+            }
+            EventKind::InputResolved {
+                call_id,
+                resolution,
+                ..
+            } => {
+                r.resolutions.insert(call_id.clone(), resolution.clone());
+                r.waiting = None;
+                r.status = "running".into();
+            }
+            EventKind::TurnWaiting { .. } => r.status = "waiting".into(),
+            EventKind::TurnCompleted { end_reason, .. }
+            | EventKind::TurnFailed { end_reason, .. } => {
+                if let Some(turn) = r.turns.last_mut() {
+                    turn.end = Some(*end_reason);
+                }
+                r.open_turn = None;
+                r.waiting = None;
+                r.resolutions.clear();
+            }
+            EventKind::SessionWaiting { .. } => r.status = "session.waiting".into(),
+            EventKind::SessionCompleted { .. } => r.status = "session.completed".into(),
+            EventKind::SessionFailed { .. } => r.status = "session.failed".into(),
+            _ => {}
+        },
+    }
+}
+
+/// The tool calls of the last assistant message that have no results yet.
+pub fn unanswered_calls(history: &[Message]) -> Vec<crate::providers::ToolCall> {
+    match history.last() {
+        Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// What to append to close a turn a crash left open: synthetic error results for its
+/// unanswered tool calls, then `turn.failed` with reason `interrupted`. Empty when the
+/// log needs no repair (no open turn, or a parked one).
+pub fn repair(r: &Replayed) -> Vec<Record> {
+    let Some(turn_id) = &r.open_turn else {
+        return Vec::new();
+    };
+    if r.waiting.is_some() {
+        return Vec::new();
+    }
+    let mut records = Vec::new();
+    let calls = unanswered_calls(&r.history);
+    if !calls.is_empty() {
+        records.push(Record::Message {
+            message: Message::Tool {
+                results: calls
+                    .into_iter()
+                    .map(|call| ToolResult {
+                        content: "eve stopped before this call finished (the process ended); it may have run partly. Check its effects before calling it again.".into(),
+                        call_id: call.id,
+                        name: call.name,
+                        is_error: true,
+                    })
+                    .collect(),
+            },
+        });
+    }
+    let steps = r.turns.last().map_or(0, |t| t.steps);
+    records.push(Record::Event {
+        event: Event {
+            kind: EventKind::TurnFailed {
+                turn_id: turn_id.clone(),
+                end_reason: EndReason::Interrupted,
+                error: "eve stopped before this turn ended (the process was killed or crashed)"
+                    .into(),
+                steps,
+                usage: Usage::default(),
+            },
+            meta: Meta {
+                id: crate::ids::new_id("evt"),
+                at: crate::ids::now_rfc3339(),
+                session_id: None,
+            },
+        },
+    });
+    records
+}
+
+/// Applies repair records to the replayed state too.
+pub fn apply_all(r: &mut Replayed, records: &[Record]) {
+    for record in records {
+        apply(r, record);
+        r.records.push(record.clone());
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::providers::ToolCall;
+    use serde_json::json;
+
+    fn event(kind: EventKind) -> Record {
+        Record::Event {
+            event: Event {
+                kind,
+                meta: Meta {
+                    id: crate::ids::new_id("evt"),
+                    at: "2026-01-01T00:00:00.000Z".into(),
+                    session_id: None,
+                },
+            },
+        }
+    }
+
+    fn crashed_log() -> Vec<Record> {
+        vec![
+            event(EventKind::SessionStarted {
+                session_id: "ses_1".into(),
+                agent: "a".into(),
+                model: "m".into(),
+                workspace: "/w".into(),
+                tools: vec![],
+                unavailable_tools: vec![],
+            }),
+            event(EventKind::TurnStarted {
+                session_id: "ses_1".into(),
+                turn_id: "turn_1".into(),
+            }),
+            event(EventKind::MessageReceived {
+                turn_id: "turn_1".into(),
+                text: "hi".into(),
+            }),
+            Record::Message {
+                message: Message::User { text: "hi".into() },
+            },
+            event(EventKind::StepStarted {
+                turn_id: "turn_1".into(),
+                step: 1,
+            }),
+            Record::Message {
+                message: Message::Assistant {
+                    text: "Running it.".into(),
+                    tool_calls: vec![ToolCall {
+                        id: "c1".into(),
+                        name: "bash".into(),
+                        input: json!({"command": "sleep 9"}),
+                    }],
+                    anthropic_blocks: None,
+                },
+            },
+        ]
+    }
+
+    #[test]
+    fn a_turn_left_open_is_closed_with_synthetic_results() {
+        let mut r = replay(crashed_log());
+        assert_eq!(r.open_turn.as_deref(), Some("turn_1"));
+        let fix = repair(&r);
+        assert_eq!(fix.len(), 2);
+        apply_all(&mut r, &fix);
+        assert_eq!(r.open_turn, None);
+        assert_eq!(r.turns[0].end, Some(EndReason::Interrupted));
+        let Some(Message::Tool { results }) = r.history.last() else {
+            panic!("{:?}", r.history)
+        };
+        assert_eq!(results[0].call_id, "c1");
+        assert!(results[0].is_error);
+        assert!(repair(&r).is_empty(), "a repaired log needs no more repair");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_cut_from_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("ses_1.jsonl");
+        let mut text: String = crashed_log()
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        let good_len = text.len();
+        text.push_str("{\"record\":\"message\",\"message\":{\"role\":\"tool\",\"resu");
+        std::fs::write(&path, &text).unwrap();
+        let r = load(&path).unwrap();
+        assert!(r.dropped_torn_line);
+        assert_eq!(r.history.len(), 2);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), good_len as u64);
+
+        let mut damaged = text[..good_len].to_string();
+        damaged.insert_str(0, "not json\n");
+        std::fs::write(&path, damaged).unwrap();
+        assert!(
+            load(&path)
+                .unwrap_err()
+                .contains("line 1 is not a session record")
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! What `eve sessions` prints: a list of sessions, a readable transcript, a replay.
+
+use std::path::Path;
+
+use super::Record;
+use super::replay::{self, Replayed};
+use crate::harness::events::{EndReason, Event, EventKind, InputKind, Meta, Resolution};
+use crate::providers::Message;
+
+/// One line of `eve sessions list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub id: String,
+    pub started: String,
+    pub turns: usize,
+    pub last_message: String,
+    pub status: String,
+}
+
+/// How a session stands, in words.
+pub fn status(r: &Replayed) -> String {
+    if let Some(waiting) = &r.waiting {
+        return match waiting.request.kind {
+            InputKind::Question { .. } => "waiting for an answer".into(),
+            InputKind::Approval => format!("waiting for approval of `{}`", waiting.request.tool),
+        };
+    }
+    if r.open_turn.is_some() {
+        return "running, or interrupted".into();
+    }
+    match r.turns.last().and_then(|t| t.end) {
+        Some(EndReason::Interrupted) => "interrupted".into(),
+        Some(EndReason::Error) => "failed".into(),
+        Some(EndReason::Aborted) => "aborted".into(),
+        Some(reason) if reason.is_limit() => format!("stopped ({})", reason.as_str()),
+        _ if r.status == "session.waiting" => "waiting for a message".into(),
+        _ if r.status == "session.completed" => "completed".into(),
+        _ => r.status.trim_start_matches("session.").to_string(),
+    }
+}
+
+/// The sessions of an agent, oldest first. A log that cannot be read is listed as such.
+pub fn rows(agent_dir: &Path) -> Vec<Row> {
+    super::store::list(agent_dir)
+        .into_iter()
+        .map(|id| {
+            let path = super::store::path(agent_dir, &id);
+            match read(&path) {
+                Ok(r) => Row {
+                    started: r
+                        .started_at
+                        .chars()
+                        .take(19)
+                        .collect::<String>()
+                        .replace('T', " "),
+                    turns: r.turns.len(),
+                    last_message: r
+                        .turns
+                        .last()
+                        .map(|t| one_line(&t.input, 60))
+                        .unwrap_or_default(),
+                    status: status(&r),
+                    id,
+                },
+                Err(e) => Row {
+                    id,
+                    started: String::new(),
+                    turns: 0,
+                    last_message: String::new(),
+                    status: format!("unreadable: {e}"),
+                },
+            }
+        })
+        .collect()
+}
+
+/// Reads a log without changing it (no repair: listing must not write).
+pub fn read(path: &Path) -> Result<Replayed, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let mut records = Vec::new();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<Record>(line) {
+            Ok(record) => records.push(record),
+            Err(_) if i + 1 == lines.len() => break,
+            Err(e) => return Err(format!("line {} is not a session record: {e}", i + 1)),
+        }
+    }
+    Ok(replay::replay(records))
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::providers::error::shorten(&line, max)
+}
+
+/// A readable transcript: every message, tool call, question and answer.
+pub fn transcript(r: &Replayed) -> String {
+    let mut out = format!(
+        "session {} · agent {} · started {}\n",
+        r.session_id, r.agent, r.started_at
+    );
+    for record in &r.records {
+        match record {
+            Record::Message { message } => match message {
+                Message::User { text } => {
+                    out.push_str(&format!("\n> {}\n", text.trim_end().replace('\n', "\n> ")))
+                }
+                Message::Assistant {
+                    text, tool_calls, ..
+                } => {
+                    if !text.trim().is_empty() {
+                        out.push_str(&format!("\n{}\n", text.trim_end()));
+                    }
+                    for call in tool_calls {
+                        out.push_str(&format!(
+                            "→ {} {}\n",
+                            call.name,
+                            crate::providers::error::shorten(&call.input.to_string(), 200)
+                        ));
+                    }
+                }
+                Message::Tool { results } => {
+                    for result in results {
+                        let mark = if result.is_error { "✗" } else { "←" };
+                        out.push_str(&format!(
+                            "  {mark} {}: {}\n",
+                            result.name,
+                            one_line(&result.content, 160)
+                        ));
+                    }
+                }
+            },
+            Record::Compacted { .. } => out.push_str("\n· the history was compacted here\n"),
+            Record::Todos { .. } => {}
+            Record::Event { event } => match &event.kind {
+                EventKind::InputRequested { request, .. } => match &request.kind {
+                    InputKind::Question { question, options } => {
+                        out.push_str(&format!("? {question}\n"));
+                        for (i, option) in options.iter().enumerate() {
+                            out.push_str(&format!("    {}. {option}\n", i + 1));
+                        }
+                    }
+                    InputKind::Approval => {
+                        out.push_str(&format!("? approve `{}` {}\n", request.tool, request.input))
+                    }
+                },
+                EventKind::InputResolved { resolution, .. } => match resolution {
+                    Resolution::Answer { text } => out.push_str(&format!("  answer: {text}\n")),
+                    Resolution::Approved { by } => out.push_str(&format!(
+                        "  approved{}\n",
+                        by.as_ref().map(|b| format!(" ({b})")).unwrap_or_default()
+                    )),
+                    Resolution::Denied { reason } => out.push_str(&format!(
+                        "  denied{}\n",
+                        reason
+                            .as_ref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
+                    )),
+                },
+                EventKind::TurnCompleted {
+                    end_reason, steps, ..
+                } => {
+                    out.push_str(&format!(
+                        "· turn {} after {steps} steps\n",
+                        end_reason.as_str()
+                    ));
+                }
+                EventKind::TurnFailed {
+                    end_reason, error, ..
+                } => {
+                    out.push_str(&format!("· turn {}: {error}\n", end_reason.as_str()));
+                }
+                _ => {}
+            },
+        }
+    }
+    out.push_str(&format!("\nstatus: {}\n", status(r)));
+    out
+}
+
+/// The logged events in order, with each assistant message as one `message.appended`
+/// (the log keeps the text once, not its streamed pieces).
+pub fn events(r: &Replayed) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut turn_id = String::new();
+    let mut step = 0;
+    for record in &r.records {
+        match record {
+            Record::Event { event } => {
+                match &event.kind {
+                    EventKind::StepStarted {
+                        turn_id: t,
+                        step: s,
+                    } => {
+                        turn_id = t.clone();
+                        step = *s;
+                    }
+                    EventKind::TurnStarted { turn_id: t, .. } => turn_id = t.clone(),
+                    _ => {}
+                }
+                out.push(event.clone());
+            }
+            Record::Message {
+                message: Message::Assistant { text, .. },
+            } if !text.is_empty() => out.push(Event {
+                kind: EventKind::MessageAppended {
+                    turn_id: turn_id.clone(),
+                    step,
+                    text: text.clone(),
+                },
+                // Sorts right after the event before it, as if emitted then.
+                meta: Meta {
+                    id: out
+                        .last()
+                        .map(|e: &Event| format!("{}_text", e.meta.id))
+                        .unwrap_or_default(),
+                    at: out
+                        .last()
+                        .map(|e: &Event| e.meta.at.clone())
+                        .unwrap_or_default(),
+                    session_id: None,
+                },
+            }),
+            _ => {}
+        }
+    }
+    out
+}
