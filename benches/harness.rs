@@ -3,7 +3,8 @@
 //! once calling a no-op command tool (`true`), in process, with every event
 //! serialised as `--output stream-json` would. Reports eve's own CPU time per step
 //! (user + system of this process, the spawning of tool processes included), the
-//! CPU of the tool processes, and the peak resident memory.
+//! CPU of the tool processes, and the peak resident memory. Then the time from opening
+//! a 10,000-event session log to its first provider request.
 //! Run with `cargo bench --bench harness`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -35,6 +36,7 @@ fn main() {
     for round in 1..=3 {
         binary(round, &noop);
     }
+    resume_benchmark(&tmp.join("resume"));
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
@@ -150,5 +152,227 @@ fn binary(round: usize, dir: &Path) {
         usage.ru_maxrss as f64 / 1024.0,
         wall.as_secs_f64() * 1000.0 / STEPS as f64,
         cpu(&usage).as_secs_f64() * 1000.0 / STEPS as f64,
+    );
+}
+
+/// A session log of `turns` turns of 10 events each (plus their messages).
+fn write_session(dir: &Path, turns: usize) -> String {
+    use eve::harness::events::{Action, EndReason, Event, EventKind, Meta};
+    use eve::providers::{Message, ToolCall, ToolResult, Usage};
+    use eve::session::Record;
+    let session_id = eve::ids::new_id("ses");
+    let event = |kind| Record::Event {
+        event: Event {
+            kind,
+            meta: Meta {
+                id: eve::ids::new_id("evt"),
+                at: eve::ids::now_rfc3339(),
+                session_id: None,
+            },
+        },
+    };
+    let usage = Usage {
+        input_tokens: 1200,
+        output_tokens: 40,
+        cache_read_tokens: 1000,
+        cache_write_tokens: 0,
+    };
+    let mut records = vec![event(EventKind::SessionStarted {
+        session_id: session_id.clone(),
+        agent: "bench".into(),
+        model: "scripted:replies.yaml".into(),
+        workspace: "/w".into(),
+        tools: vec!["noop".into()],
+        unavailable_tools: vec![],
+    })];
+    for t in 0..turns {
+        let turn_id = eve::ids::new_id("turn");
+        let call = ToolCall {
+            id: format!("call_{t}"),
+            name: "noop".into(),
+            input: serde_json::json!({"n": t}),
+        };
+        records.push(event(EventKind::TurnStarted {
+            session_id: session_id.clone(),
+            turn_id: turn_id.clone(),
+        }));
+        records.push(event(EventKind::MessageReceived {
+            turn_id: turn_id.clone(),
+            text: format!("Question number {t}?"),
+        }));
+        records.push(Record::Message {
+            message: Message::User {
+                text: format!("Question number {t}?"),
+            },
+        });
+        records.push(event(EventKind::StepStarted {
+            turn_id: turn_id.clone(),
+            step: 1,
+        }));
+        records.push(Record::Message {
+            message: Message::Assistant {
+                text: "Let me check.".into(),
+                tool_calls: vec![call.clone()],
+                anthropic_blocks: None,
+            },
+        });
+        records.push(event(EventKind::ActionsRequested {
+            turn_id: turn_id.clone(),
+            step: 1,
+            actions: vec![Action {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            }],
+        }));
+        records.push(event(EventKind::ActionResult {
+            turn_id: turn_id.clone(),
+            step: 1,
+            call_id: call.id.clone(),
+            name: "noop".into(),
+            output: "ok".into(),
+            is_error: false,
+            duration_ms: 1,
+        }));
+        records.push(Record::Message {
+            message: Message::Tool {
+                results: vec![ToolResult {
+                    call_id: call.id.clone(),
+                    name: "noop".into(),
+                    content: "ok".into(),
+                    is_error: false,
+                }],
+            },
+        });
+        records.push(event(EventKind::StepCompleted {
+            turn_id: turn_id.clone(),
+            step: 1,
+            finish_reason: "tool_use".into(),
+            usage: usage.clone(),
+        }));
+        records.push(event(EventKind::StepStarted {
+            turn_id: turn_id.clone(),
+            step: 2,
+        }));
+        records.push(Record::Message {
+            message: Message::Assistant {
+                text: format!("The answer is {t}."),
+                tool_calls: vec![],
+                anthropic_blocks: None,
+            },
+        });
+        records.push(event(EventKind::StepCompleted {
+            turn_id: turn_id.clone(),
+            step: 2,
+            finish_reason: "stop".into(),
+            usage: usage.clone(),
+        }));
+        records.push(event(EventKind::TurnCompleted {
+            turn_id: turn_id.clone(),
+            end_reason: EndReason::Completed,
+            result: format!("The answer is {t}."),
+            steps: 2,
+            usage: usage.clone(),
+        }));
+        records.push(event(EventKind::SessionWaiting {
+            session_id: session_id.clone(),
+            usage: usage.clone(),
+        }));
+    }
+    let sessions = eve::session::store::dir(dir);
+    std::fs::create_dir_all(&sessions).unwrap();
+    let text: String = records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(sessions.join(format!("{session_id}.jsonl")), text).unwrap();
+    session_id
+}
+
+/// Time from opening a 10,000-event session to its first provider request.
+fn resume_benchmark(dir: &Path) {
+    #[derive(Debug)]
+    struct Stopwatch(std::sync::Mutex<Option<Instant>>);
+    impl eve::providers::Provider for Stopwatch {
+        fn name(&self) -> &str {
+            "stopwatch"
+        }
+        fn stream<'a>(
+            &'a self,
+            _request: &'a eve::providers::ModelRequest,
+        ) -> futures_util::future::BoxFuture<
+            'a,
+            Result<eve::providers::EventStream, eve::providers::ProviderError>,
+        > {
+            *self.0.lock().unwrap() = Some(Instant::now());
+            Box::pin(async {
+                let events = vec![
+                    Ok(eve::providers::StreamEvent::TextDelta("ok".into())),
+                    Ok(eve::providers::StreamEvent::Finish(
+                        eve::providers::FinishReason::Stop,
+                    )),
+                ];
+                let stream: eve::providers::EventStream =
+                    Box::pin(futures_util::stream::iter(events));
+                Ok(stream)
+            })
+        }
+    }
+    generate(dir, "noop");
+    std::fs::write(dir.join("agent.toml"), "name = \"bench\"\nmodel = \"scripted:replies.yaml\"\nmode = \"conversation\"\ndefault_tools = false\n").unwrap();
+    println!("\nresuming a session of 10,000 events (1,000 turns, 14,001 log lines), in process:");
+    let mut times = Vec::new();
+    for _ in 0..7 {
+        let _ = std::fs::remove_dir_all(eve::session::store::dir(dir));
+        let id = write_session(dir, 1000);
+        let manifest = eve::compiler::compile(dir).manifest.expect("builds");
+        let watch = std::sync::Arc::new(Stopwatch(std::sync::Mutex::new(None)));
+        let start = Instant::now();
+        let (replayed, _) =
+            eve::runner::open_session(&eve::session::store::path(dir, &id)).unwrap();
+        let config = eve::harness::Config {
+            manifest: std::sync::Arc::new(manifest),
+            agent_dir: dir.to_path_buf(),
+            workspace: dir.to_path_buf(),
+            provider: watch.clone(),
+            model_id: "bench".into(),
+            model: "bench".into(),
+            max_steps: 10,
+            retry: Default::default(),
+            hidden_env: vec![],
+            depth: 0,
+            sessions_dir: Some(eve::session::store::dir(dir)),
+            asker: None,
+            approve_all: false,
+        };
+        let (emitter, mut rx) = eve::harness::events::Emitter::channel();
+        let mut harness = eve::harness::Harness::resume(config, emitter, replayed).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            harness.start();
+            let outcome = harness
+                .run_turn(
+                    "One more question?".into(),
+                    tokio_util::sync::CancellationToken::new(),
+                )
+                .await;
+            assert_eq!(
+                outcome.end_reason,
+                eve::harness::events::EndReason::Completed
+            );
+        });
+        while rx.try_recv().is_ok() {}
+        let first_request = watch.0.lock().unwrap().expect("the provider was called");
+        times.push(first_request - start);
+    }
+    times.sort();
+    println!(
+        "  open + replay + first provider request: median {:.1} ms (min {:.1}, max {:.1})",
+        times[times.len() / 2].as_secs_f64() * 1000.0,
+        times[0].as_secs_f64() * 1000.0,
+        times[times.len() - 1].as_secs_f64() * 1000.0
     );
 }

@@ -198,19 +198,7 @@ enum CallsEnd {
 
 /// The characters of a message, for token estimates (4 characters a token).
 pub fn message_chars(message: &Message) -> usize {
-    match message {
-        Message::User { text } => text.len(),
-        Message::Assistant {
-            text, tool_calls, ..
-        } => {
-            text.len()
-                + tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.input.to_string().len())
-                    .sum::<usize>()
-        }
-        Message::Tool { results } => results.iter().map(|r| r.content.len() + 16).sum(),
-    }
+    message.chars()
 }
 
 impl Harness {

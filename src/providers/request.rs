@@ -23,6 +23,25 @@ pub enum Message {
     Tool { results: Vec<ToolResult> },
 }
 
+impl Message {
+    /// Its size in characters (bytes of text), for token estimates at 4 a token.
+    pub fn chars(&self) -> usize {
+        match self {
+            Message::User { text } => text.len(),
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
+                text.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.input.to_string().len())
+                        .sum::<usize>()
+            }
+            Message::Tool { results } => results.iter().map(|r| r.content.len() + 16).sum(),
+        }
+    }
+}
+
 /// A tool call the model made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {

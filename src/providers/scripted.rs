@@ -190,23 +190,7 @@ fn estimate_tokens(chars: usize) -> u64 {
 }
 
 fn request_chars(request: &ModelRequest) -> usize {
-    let messages: usize = request
-        .messages
-        .iter()
-        .map(|m| match m {
-            Message::User { text } => text.len(),
-            Message::Assistant {
-                text, tool_calls, ..
-            } => {
-                text.len()
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.input.to_string().len())
-                        .sum::<usize>()
-            }
-            Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
-        })
-        .sum();
+    let messages: usize = request.messages.iter().map(Message::chars).sum();
     let tools: usize = request
         .tools
         .iter()
