@@ -23,6 +23,25 @@ pub enum Command {
     Run(RunArgs),
     /// List, show and delete the sessions of an agent
     Sessions(SessionsArgs),
+    /// Talk to an agent interactively while eve rebuilds it as you edit its files
+    Dev(DevArgs),
+}
+
+/// Arguments of `eve dev`.
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// The agent directory
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The model, as provider/model-id or scripted:<file> (overrides agent.toml)
+    #[arg(long, short, env = "EVE_MODEL")]
+    pub model: Option<String>,
+    /// Go on with the latest session instead of starting a new one
+    #[arg(long, short = 'c')]
+    pub r#continue: bool,
+    /// Milliseconds to wait after a change before rebuilding
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    pub debounce: u64,
 }
 
 /// Arguments of `eve sessions`.

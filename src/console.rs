@@ -34,6 +34,8 @@ pub struct Console<O: Write, E: Write> {
     step_printed_text: bool,
     /// `eve run DIR`, for the commands printed when a turn parks.
     command: String,
+    /// Whether to note the tools that are not offered (once per `eve dev` is enough).
+    notes: bool,
 }
 
 impl<O: Write, E: Write> Console<O, E> {
@@ -51,7 +53,13 @@ impl<O: Write, E: Write> Console<O, E> {
             session_id: String::new(),
             step_printed_text: false,
             command: "eve run".into(),
+            notes: true,
         }
+    }
+
+    /// Whether to print the `note:` lines about tools that are not offered.
+    pub fn set_notes(&mut self, notes: bool) {
+        self.notes = notes;
     }
 
     /// The command that runs this agent (`eve run my-agent`), shown in hints.
@@ -131,7 +139,7 @@ impl<O: Write, E: Write> Console<O, E> {
         match kind {
             EventKind::SessionStarted {
                 unavailable_tools, ..
-            } if !self.quiet => {
+            } if !self.quiet && self.notes => {
                 for tool in unavailable_tools {
                     self.note(&format!(
                         "note: `{}` is not offered to the model: {}",

@@ -4,6 +4,7 @@ pub mod cli;
 pub mod commands;
 pub mod compiler;
 pub mod console;
+pub mod dev;
 pub mod harness;
 pub mod ids;
 pub mod manifest;

@@ -1,6 +1,7 @@
 //! Thin orchestration for each subcommand.
 
 mod build;
+mod dev;
 mod init;
 mod run;
 mod sessions;
@@ -19,5 +20,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Build(args) => build::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Sessions(args) => sessions::run(&args),
+        Command::Dev(args) => dev::run(&args),
     }
 }

@@ -1,0 +1,390 @@
+//! `eve dev`: an interactive session that rebuilds the agent directory as it changes.
+//!
+//! Lines typed at the prompt are turns of one logged session; `/` commands manage it.
+//! A watcher rebuilds the manifest after every change (debounced); a good build is
+//! announced in one line and applies from the next turn, a failed one prints its
+//! diagnostics and leaves the last good build active. Each turn reopens the session
+//! from its log with the active build, so the conversation carries across reloads.
+
+pub mod reload;
+pub mod watch;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::compiler::{self, render};
+use crate::console::{Console, OutputMode, TerminalAsker};
+use crate::harness::events::{InputKind, Resolution};
+use crate::manifest::Manifest;
+use crate::runner::{self, Action, RunOptions, SessionChoice};
+use crate::session::{show, store};
+use reload::Reload;
+
+/// The slash commands, for `/help` and "did you mean".
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("/tools", "the tools of the active build"),
+    ("/skills", "the skills of the active build"),
+    ("/reload", "rebuild now"),
+    ("/new", "start a new session"),
+    ("/session", "the session's id, turns and token usage"),
+    ("/compact", "compact the session's history now"),
+    ("/help", "this list"),
+    ("/quit", "leave (Ctrl-D too)"),
+];
+
+/// What `eve dev` was asked for.
+#[derive(Debug, Clone)]
+pub struct DevOptions {
+    pub dir: PathBuf,
+    pub model: Option<String>,
+    pub resume: bool,
+    pub debounce: Duration,
+}
+
+/// Something the loop reacts to.
+#[derive(Debug)]
+pub enum Input {
+    Line(String),
+    /// The agent directory changed (already debounced).
+    Changed,
+    Eof,
+}
+
+struct Dev {
+    options: DevOptions,
+    base: String,
+    active: Manifest,
+    /// A good build waiting for the next turn.
+    pending: Option<(Manifest, String)>,
+    session: Option<String>,
+    interactive: bool,
+    /// Turns run so far (the first one notes the tools that are not offered).
+    turns: usize,
+}
+
+/// Runs `eve dev` until `/quit` or the end of input; returns the exit code.
+pub fn run(options: DevOptions) -> anyhow::Result<u8> {
+    let base = options.dir.to_string_lossy().into_owned();
+    let build = compiler::compile(&options.dir);
+    print_diagnostics(&build, &base);
+    let Some(active) = build.manifest else {
+        eprintln!(
+            "error: could not build `{}`: fix the errors above, then start eve dev again",
+            compiler::agent_name(&options.dir)
+        );
+        return Ok(runner::exit::FAILED);
+    };
+    compiler::write_manifest(&options.dir, &active)?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let session = if options.resume {
+        store::latest(&options.dir)
+    } else {
+        None
+    };
+    let (tx, rx) = mpsc::channel();
+    let _watcher = watch::start(&options.dir, options.debounce, tx.clone())
+        .map_err(|e| anyhow::anyhow!("cannot watch `{base}`: {e}"))?;
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    spawn_reader(&options.dir, interactive, tx, ready_rx);
+    let mut dev = Dev {
+        options,
+        base,
+        active,
+        pending: None,
+        session,
+        interactive,
+        turns: 0,
+    };
+    eprintln!(
+        "eve dev: `{}` on {} — type a message, /help for commands, Ctrl-D to leave; watching `{}` for changes",
+        dev.active.agent.name,
+        dev.options
+            .model
+            .clone()
+            .unwrap_or_else(|| dev.active.agent.model.clone()),
+        dev.base
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let _ = ready_tx.send(());
+    while let Ok(input) = rx.recv() {
+        match input {
+            Input::Changed => dev.rebuild(),
+            Input::Eof => break,
+            Input::Line(line) => {
+                let line = line.trim().to_string();
+                if line.is_empty() {
+                    let _ = ready_tx.send(());
+                    continue;
+                }
+                if line.starts_with('/') {
+                    if !dev.command(&line, &runtime) {
+                        break;
+                    }
+                } else {
+                    dev.turn(Action::Turn(line), &runtime);
+                }
+                let _ = ready_tx.send(());
+            }
+        }
+    }
+    Ok(runner::exit::COMPLETED)
+}
+
+fn print_diagnostics(build: &compiler::Build, base: &str) {
+    let style = render::Style::for_stderr();
+    for d in build.diagnostics.iter() {
+        eprintln!("{}", render::human(d, base, style));
+    }
+}
+
+/// Reads lines (with line editing and history on a terminal) and sends them, one after
+/// each `ready` so the prompt shows only when eve waits for input.
+fn spawn_reader(dir: &Path, interactive: bool, tx: mpsc::Sender<Input>, ready: mpsc::Receiver<()>) {
+    let history = dir.join(".eve").join("dev_history");
+    std::thread::spawn(move || {
+        if interactive {
+            let Ok(mut editor) = rustyline::DefaultEditor::new() else {
+                let _ = tx.send(Input::Eof);
+                return;
+            };
+            let _ = editor.load_history(&history);
+            while ready.recv().is_ok() {
+                match editor.readline("› ") {
+                    Ok(line) => {
+                        let _ = editor.add_history_entry(line.as_str());
+                        let _ = editor.save_history(&history);
+                        if tx.send(Input::Line(line)).is_err() {
+                            return;
+                        }
+                    }
+                    // Ctrl-C at the prompt clears the line.
+                    Err(rustyline::error::ReadlineError::Interrupted) => {
+                        if tx.send(Input::Line(String::new())).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = tx.send(Input::Eof);
+                        return;
+                    }
+                }
+            }
+        } else {
+            let stdin = std::io::stdin();
+            let mut lines = stdin.lock().lines();
+            while ready.recv().is_ok() {
+                match lines.next() {
+                    Some(Ok(line)) => {
+                        if tx.send(Input::Line(line)).is_err() {
+                            return;
+                        }
+                    }
+                    _ => {
+                        let _ = tx.send(Input::Eof);
+                        return;
+                    }
+                }
+            }
+        }
+    });
+}
+
+impl Dev {
+    fn rebuild(&mut self) {
+        let build = compiler::compile(&self.options.dir);
+        let current = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
+        match reload::decide(current, build) {
+            Reload::Unchanged => {}
+            Reload::Failed { diagnostics } => {
+                let style = render::Style::for_stderr();
+                for d in &diagnostics {
+                    eprintln!("{}", render::human(d, &self.base, style));
+                }
+                eprintln!("✗ build failed: still using the last good build");
+            }
+            Reload::Apply { manifest, summary } => {
+                if let Err(e) = compiler::write_manifest(&self.options.dir, &manifest) {
+                    eprintln!("✗ cannot write the manifest: {e}");
+                    return;
+                }
+                eprintln!("↻ reloaded: {summary} (from the next turn)");
+                self.pending = Some((*manifest, summary));
+            }
+        }
+    }
+
+    fn options(&self) -> RunOptions {
+        RunOptions {
+            model: self.options.model.clone(),
+            max_steps: None,
+            workspace: None,
+            session: self
+                .session
+                .clone()
+                .map_or(SessionChoice::New, SessionChoice::Id),
+            persist: true,
+            approve_all: false,
+            asker: self
+                .interactive
+                .then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
+        }
+    }
+
+    fn turn(&mut self, action: Action, runtime: &tokio::runtime::Runtime) {
+        if let Some((manifest, _)) = self.pending.take() {
+            self.active = manifest;
+        }
+        let prepared =
+            match runner::prepare(self.active.clone(), &self.options.dir, &self.options()) {
+                Ok(prepared) => prepared,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return;
+                }
+            };
+        for note in &prepared.repaired {
+            eprintln!("note: {note}");
+        }
+        // A parked session: this line answers it.
+        let action = match (action, prepared.harness.pending()) {
+            (Action::Turn(line), Some(request)) => Action::Resume(match request.kind {
+                InputKind::Question { .. } => Resolution::Answer { text: line },
+                InputKind::Approval if matches!(line.to_lowercase().as_str(), "y" | "yes") => {
+                    Resolution::Approved { by: None }
+                }
+                InputKind::Approval => Resolution::Denied {
+                    reason: (!matches!(line.to_lowercase().as_str(), "n" | "no")).then_some(line),
+                },
+            }),
+            (action, _) => action,
+        };
+        self.session = Some(prepared.harness.session_id().to_string());
+        let mut console = Console::new(
+            OutputMode::Text,
+            false,
+            std::io::stderr().is_terminal(),
+            std::io::stdout(),
+            std::io::stderr(),
+        );
+        console.set_command(&format!("eve run {}", self.base));
+        console.set_notes(self.turns == 0);
+        self.turns += 1;
+        let outcome = runtime.block_on(runner::run(
+            prepared.harness,
+            prepared.events,
+            action,
+            |event| console.event(event),
+        ));
+        console.finish(&outcome);
+        if outcome.pending.is_some() {
+            eprintln!(
+                "(answer here: the next line you type is the answer; y or n for an approval)"
+            );
+        }
+        let _ = std::io::stdout().flush();
+    }
+
+    /// Runs a slash command; `false` means leave.
+    fn command(&mut self, line: &str, runtime: &tokio::runtime::Runtime) -> bool {
+        let name = line.split_whitespace().next().unwrap_or(line);
+        match name {
+            "/quit" | "/exit" => return false,
+            "/help" => {
+                for (command, what) in COMMANDS {
+                    eprintln!("  {command:<10} {what}");
+                }
+            }
+            "/tools" => {
+                for tool in &self.active.tools {
+                    let first = tool.description.lines().next().unwrap_or_default();
+                    eprintln!(
+                        "  {:<14} {}",
+                        tool.name,
+                        crate::providers::error::shorten(first, 90)
+                    );
+                }
+            }
+            "/skills" => {
+                if self.active.skills.is_empty() {
+                    eprintln!("  (no skills)");
+                }
+                for skill in &self.active.skills {
+                    eprintln!(
+                        "  {:<20} {}",
+                        skill.name,
+                        crate::providers::error::shorten(&skill.description, 90)
+                    );
+                }
+            }
+            "/reload" => {
+                let build = compiler::compile(&self.options.dir);
+                match reload::decide(&self.active, build) {
+                    Reload::Unchanged => eprintln!("↻ up to date"),
+                    _ => {
+                        self.pending = None;
+                        self.rebuild_from_active();
+                    }
+                }
+            }
+            "/new" => {
+                self.session = None;
+                eprintln!("new session: the next message starts it");
+            }
+            "/session" => match &self.session {
+                None => eprintln!("no session yet: the next message starts one"),
+                Some(id) => match show::read(&store::path(&self.options.dir, id)) {
+                    Ok(r) => eprintln!(
+                        "session {id}: {} turns, {} tokens in ({} cached), {} out · {}",
+                        r.turns.len(),
+                        r.usage.input_tokens,
+                        r.usage.cache_read_tokens,
+                        r.usage.output_tokens,
+                        show::status(&r)
+                    ),
+                    Err(e) => eprintln!("error: {e}"),
+                },
+            },
+            "/compact" => {
+                if self.session.is_none() {
+                    eprintln!("no session yet: nothing to compact");
+                } else {
+                    self.turn(Action::Compact, runtime);
+                }
+            }
+            other => {
+                let names: Vec<&str> = COMMANDS.iter().map(|(c, _)| *c).collect();
+                match crate::suggest::closest(other, names.iter().copied()) {
+                    Some(near) => eprintln!(
+                        "unknown command `{other}`: did you mean `{near}`? (/help lists them)"
+                    ),
+                    None => eprintln!("unknown command `{other}` (/help lists them)"),
+                }
+            }
+        }
+        true
+    }
+
+    fn rebuild_from_active(&mut self) {
+        let build = compiler::compile(&self.options.dir);
+        match reload::decide(&self.active, build) {
+            Reload::Apply { manifest, summary } => {
+                let _ = compiler::write_manifest(&self.options.dir, &manifest);
+                eprintln!("↻ reloaded: {summary} (from the next turn)");
+                self.pending = Some((*manifest, summary));
+            }
+            Reload::Failed { diagnostics } => {
+                let style = render::Style::for_stderr();
+                for d in &diagnostics {
+                    eprintln!("{}", render::human(d, &self.base, style));
+                }
+                eprintln!("✗ build failed: still using the last good build");
+            }
+            Reload::Unchanged => eprintln!("↻ up to date"),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! What a rebuild changes, decided without timers or files: a pure function over the
+//! active manifest and the new build.
+
+use crate::compiler::{Build, Diagnostic};
+use crate::manifest::Manifest;
+
+/// What to do with a new build.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reload {
+    /// The build succeeded and differs: make it active at the next turn.
+    Apply {
+        manifest: Box<Manifest>,
+        /// One line saying what changed, e.g. `tools: +deploy, ~bash; instructions changed`.
+        summary: String,
+    },
+    /// The build succeeded and nothing that matters changed.
+    Unchanged,
+    /// The build failed: keep the active manifest, show these diagnostics.
+    Failed { diagnostics: Vec<Diagnostic> },
+}
+
+/// Compares the active manifest with a new build.
+pub fn decide(active: &Manifest, build: Build) -> Reload {
+    let Some(new) = build.manifest else {
+        return Reload::Failed {
+            diagnostics: build.diagnostics.iter().cloned().collect(),
+        };
+    };
+    if new == *active {
+        return Reload::Unchanged;
+    }
+    let summary = summarize(active, &new);
+    Reload::Apply {
+        manifest: Box::new(new),
+        summary: if summary.is_empty() {
+            "settings changed".into()
+        } else {
+            summary
+        },
+    }
+}
+
+/// `+added ~changed -removed` for lists of named things.
+fn named_changes<T: PartialEq>(old: &[T], new: &[T], name: impl Fn(&T) -> &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for item in new {
+        match old.iter().find(|o| name(o) == name(item)) {
+            None => out.push(format!("+{}", name(item))),
+            Some(before) if before != item => out.push(format!("~{}", name(item))),
+            Some(_) => {}
+        }
+    }
+    for item in old {
+        if !new.iter().any(|n| name(n) == name(item)) {
+            out.push(format!("-{}", name(item)));
+        }
+    }
+    out
+}
+
+/// One line describing what changed between two manifests.
+pub fn summarize(old: &Manifest, new: &Manifest) -> String {
+    let mut parts = Vec::new();
+    if old.agent.model != new.agent.model || old.agent.providers != new.agent.providers {
+        parts.push(format!("model {} → {}", old.agent.model, new.agent.model));
+    }
+    if old.instructions != new.instructions {
+        parts.push("instructions changed".into());
+    }
+    for (what, changes) in [
+        ("tools", named_changes(&old.tools, &new.tools, |t| &t.name)),
+        (
+            "skills",
+            named_changes(&old.skills, &new.skills, |s| &s.name),
+        ),
+        (
+            "subagents",
+            named_changes(&old.subagents, &new.subagents, |s| &s.name),
+        ),
+    ] {
+        if !changes.is_empty() {
+            parts.push(format!("{what} {}", changes.join(" ")));
+        }
+    }
+    let (a, b) = (&old.agent, &new.agent);
+    if a.limits != b.limits
+        || a.compaction != b.compaction
+        || a.mode != b.mode
+        || a.workspace != b.workspace
+        || a.description != b.description
+        || a.name != b.name
+        || a.default_tools != b.default_tools
+    {
+        parts.push("settings changed".into());
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn build(files: &[(&str, &str)]) -> (tempfile::TempDir, Build) {
+        let tmp = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = tmp.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let build = crate::compiler::compile(tmp.path());
+        (tmp, build)
+    }
+
+    const AGENT: (&str, &str) = ("agent.toml", "name = \"d\"\nmodel = \"openai/gpt-4.1\"\n");
+    const TOOL: &str =
+        "description = \"X\"\ncommand = [\"true\"]\n[input_schema]\ntype = \"object\"\n";
+
+    #[test]
+    fn additions_changes_and_removals_are_named_in_one_line() {
+        let (_a, old) = build(&[
+            AGENT,
+            ("instructions.md", "Hi."),
+            ("tools/x.toml", TOOL),
+            ("skills/s.md", "---\ndescription: S\n---\nDo.\n"),
+        ]);
+        let old = old.manifest.unwrap();
+        let (_b, new) = build(&[
+            (
+                "agent.toml",
+                "name = \"d\"\nmodel = \"anthropic/claude-haiku-4-5\"\n",
+            ),
+            ("instructions.md", "Hello."),
+            ("tools/y.toml", TOOL),
+            ("tools/bash.toml", "approval = \"always\"\n"),
+        ]);
+        let Reload::Apply { summary, manifest } = decide(&old, new) else {
+            panic!()
+        };
+        assert_eq!(
+            summary,
+            "model openai/gpt-4.1 → anthropic/claude-haiku-4-5; instructions changed; tools ~bash +web_search +y -load_skill -x; skills -s"
+        );
+        assert_eq!(manifest.agent.model, "anthropic/claude-haiku-4-5");
+    }
+
+    #[test]
+    fn a_failed_build_keeps_the_active_manifest_and_an_identical_one_is_unchanged() {
+        let (_a, old) = build(&[AGENT, ("instructions.md", "Hi.")]);
+        let old = old.manifest.unwrap();
+        let (_b, same) = build(&[AGENT, ("instructions.md", "Hi.")]);
+        assert_eq!(decide(&old, same), Reload::Unchanged);
+        let (_c, broken) = build(&[
+            ("agent.toml", "name = \"d\"\nmodle = \"x\"\n"),
+            ("instructions.md", "Hi."),
+        ]);
+        let Reload::Failed { diagnostics } = decide(&old, broken) else {
+            panic!()
+        };
+        assert!(!diagnostics.is_empty());
+    }
+}

@@ -1,0 +1,173 @@
+//! `eve dev` end to end: a session on piped stdin while the agent directory changes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+struct Dev {
+    child: Child,
+    stdin: ChildStdin,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Dev {
+    fn start(dir: &Path, log: &Path) -> Dev {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("eve"))
+            .args([
+                "dev",
+                dir.to_str().unwrap(),
+                "--model",
+                "scripted:replies.yaml",
+                "--debounce",
+                "50",
+            ])
+            .current_dir(dir)
+            .env("EVE_SCRIPTED_LOG", log)
+            .env("NO_COLOR", "1")
+            .env_remove("EVE_MODEL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Dev {
+            child,
+            stdin,
+            stderr,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Waits until stderr shows `text` `count` times.
+    fn wait_for(&self, text: &str, count: usize) {
+        let start = Instant::now();
+        while self.stderr.lock().unwrap().matches(text).count() < count {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {text:?} ×{count}:\n{}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn edits_between_turns_reload_and_a_broken_build_keeps_the_last_good_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap().join("agent");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(
+        dir.join("agent.toml"),
+        "name = \"dev-test\"\nmodel = \"openai/gpt-4.1\"\ndefault_tools = false\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("instructions.md"), "Version one.\n").unwrap();
+    std::fs::write(
+        dir.join("replies.yaml"),
+        "- text: One.\n- text: Two.\n- text: Three.\n- text: Four.\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let mut dev = Dev::start(&dir, &log);
+
+    dev.send("first");
+    dev.wait_for("completed ·", 1);
+
+    // A new tool and new instructions, saved the way editors do: temp file, then rename.
+    let tmp_file = dir.join("tools/.x.toml.swp");
+    std::fs::write(
+        &tmp_file,
+        "description = \"X\"\ncommand = [\"true\"]\n[input_schema]\ntype = \"object\"\n",
+    )
+    .unwrap();
+    std::fs::rename(&tmp_file, dir.join("tools/x.toml")).unwrap();
+    std::fs::write(dir.join("instructions.md"), "Version two.\n").unwrap();
+    dev.wait_for("↻ reloaded:", 1);
+    dev.send("second");
+    dev.wait_for("completed ·", 2);
+
+    // A broken agent.toml: diagnostics, and the next turn runs on the previous build.
+    std::fs::write(
+        dir.join("agent.toml"),
+        "name = \"dev-test\"\nmodle = \"openai/gpt-4.1\"\ndefault_tools = false\n",
+    )
+    .unwrap();
+    dev.wait_for("✗ build failed: still using the last good build", 1);
+    dev.send("third");
+    dev.wait_for("completed ·", 3);
+
+    // Fixed again: a reload line.
+    std::fs::write(dir.join("agent.toml"), "name = \"dev-test\"\nmodel = \"openai/gpt-4.1\"\ndefault_tools = false\n[limits]\nmax_steps = 10\n").unwrap();
+    dev.wait_for("↻ reloaded: settings changed", 1);
+    dev.send("/sesion");
+    dev.wait_for("did you mean `/session`?", 1);
+    dev.send("/quit");
+    let status = dev.child.wait().unwrap();
+    assert!(status.success());
+
+    let stderr = dev.stderr();
+    assert!(
+        stderr.contains("↻ reloaded: instructions changed; tools +x (from the next turn)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error[E0001]") || stderr.contains("modle"),
+        "{stderr}"
+    );
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 3);
+    assert!(!offered(&requests[0]).contains(&"x".to_string()));
+    assert_eq!(offered(&requests[1]), ["x"]);
+    assert_eq!(requests[1]["system"], "Version two.");
+    assert_eq!(
+        offered(&requests[2]),
+        ["x"],
+        "the broken build was not used"
+    );
+    // One conversation across reloads.
+    assert_eq!(requests[2]["messages"].as_array().unwrap().len(), 5);
+    // The temporary file alone never triggered a reload of its own.
+    assert_eq!(stderr.matches("↻ reloaded").count(), 2, "{stderr}");
+}
