@@ -23,7 +23,7 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
         "{}",
         init.stderr
     );
-    assert!(init.stderr.contains("eve build demo"), "{}", init.stderr);
+    assert!(init.stderr.contains("eve dev demo"), "{}", init.stderr);
     for file in [
         "agent.toml",
         "instructions.md",

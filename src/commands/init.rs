@@ -78,7 +78,9 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!(" {}", quote(&shown))
     };
-    eprintln!("\nnext:\n  eve build{arg}    # compile and check it");
+    eprintln!(
+        "\nnext:\n  eve run{arg} \"…\"   # one task (set the model's API key first)\n  eve dev{arg}       # talk to it while you edit its files"
+    );
     Ok(ExitCode::SUCCESS)
 }
 
