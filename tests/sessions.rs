@@ -493,3 +493,35 @@ fn compact_by_hand_on_an_existing_session() {
     );
     let _ = Path::new("");
 }
+
+#[test]
+fn read_stamps_survive_parking_and_a_mismatched_answer_is_a_usage_error() {
+    let agent = Agent::new(
+        "",
+        "- tool_calls:\n    - {name: read_file, input: {path: notes.txt}}\n- tool_calls:\n    - {name: deploy, input: {}}\n- tool_calls:\n    - {name: edit_file, input: {path: notes.txt, old_string: draft, new_string: final}}\n- text: Done.\n",
+    );
+    std::fs::write(
+        agent.dir.join("tools/deploy.toml"),
+        "description = \"Deploys\"\napproval = \"always\"\ncommand = [\"true\"]\n[input_schema]\ntype = \"object\"\n",
+    )
+    .unwrap();
+    std::fs::write(agent.workspace.join("notes.txt"), "draft\n").unwrap();
+    let parked = agent.run(&["finish the notes"]);
+    assert_eq!(parked.status.code(), Some(3), "{}", stderr(&parked));
+    let wrong = agent.run(&["--continue", "--answer", "yes"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("waits for an approval: use --approve or --deny"),
+        "{}",
+        stderr(&wrong)
+    );
+    let with_message = agent.run(&["--continue", "--approve", "and also this"]);
+    assert_eq!(with_message.status.code(), Some(2));
+    // The read happened in the first process; the edit in this one still counts it.
+    let done = agent.run(&["--continue", "--approve"]);
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    assert_eq!(
+        std::fs::read_to_string(agent.workspace.join("notes.txt")).unwrap(),
+        "final\n"
+    );
+}

@@ -52,6 +52,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if (resolution.is_some() || args.compact) && prompt.is_some() {
+        console.fail_early("a message cannot go with --answer, --approve, --deny or --compact: send it in the next run");
+        return Ok(ExitCode::from(exit::USAGE));
+    }
     if (resolution.is_some() || args.compact) && session == SessionChoice::New {
         console.fail_early("--answer, --approve, --deny and --compact work on a session: add --session ID or --continue");
         return Ok(ExitCode::from(exit::USAGE));
@@ -107,6 +111,36 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let session_id = prepared.harness.session_id().to_string();
     match (&action, prepared.harness.pending()) {
+        (Action::Resume(resolution), Some(pending)) => {
+            let fits = matches!(
+                (&pending.kind, resolution),
+                (
+                    crate::harness::events::InputKind::Question { .. },
+                    Resolution::Answer { .. }
+                ) | (
+                    crate::harness::events::InputKind::Approval,
+                    Resolution::Approved { .. } | Resolution::Denied { .. }
+                )
+            );
+            if !fits {
+                let wanted = match pending.kind {
+                    crate::harness::events::InputKind::Question { .. } => {
+                        "an answer: use --answer \"…\""
+                    }
+                    crate::harness::events::InputKind::Approval => {
+                        "an approval: use --approve or --deny"
+                    }
+                };
+                console.fail_early(&format!("session {session_id} waits for {wanted}"));
+                return Ok(ExitCode::from(exit::USAGE));
+            }
+        }
+        (Action::Compact, Some(_)) => {
+            console.fail_early(&format!(
+                "session {session_id} is waiting for a person: answer it before compacting"
+            ));
+            return Ok(ExitCode::from(exit::USAGE));
+        }
         (Action::Resume(_), None) => {
             console.fail_early(&format!(
                 "session {session_id} is not waiting for an answer or an approval"

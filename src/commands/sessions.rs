@@ -1,5 +1,6 @@
 //! `eve sessions list|show|rm`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::{SessionsArgs, SessionsCommand, ShowOutput};
@@ -18,13 +19,22 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
-            println!(
-                "{:id_width$}  {:19}  {:>5}  {:28}  LAST MESSAGE",
+            let status_width = rows
+                .iter()
+                .map(|r| r.status.chars().count())
+                .max()
+                .unwrap_or(6)
+                .max(6);
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "{:id_width$}  {:19}  {:>5}  {:status_width$}  LAST MESSAGE",
                 "ID", "STARTED", "TURNS", "STATUS"
             );
             for row in rows {
-                println!(
-                    "{:id_width$}  {:19}  {:>5}  {:28}  {}",
+                let _ = writeln!(
+                    out,
+                    "{:id_width$}  {:19}  {:>5}  {:status_width$}  {}",
                     row.id, row.started, row.turns, row.status, row.last_message
                 );
             }
@@ -46,10 +56,16 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
                 }
             };
             match output {
-                ShowOutput::Text => print!("{}", show::transcript(&replayed)),
+                // A closed pipe (`| head`) just ends the output.
+                ShowOutput::Text => {
+                    let _ = write!(std::io::stdout().lock(), "{}", show::transcript(&replayed));
+                }
                 ShowOutput::StreamJson => {
+                    let mut out = std::io::stdout().lock();
                     for event in show::events(&replayed) {
-                        println!("{}", serde_json::to_string(&event)?);
+                        if writeln!(out, "{}", serde_json::to_string(&event)?).is_err() {
+                            break;
+                        }
                     }
                 }
             }

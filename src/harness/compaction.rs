@@ -8,7 +8,7 @@ use super::{Harness, message_chars};
 use crate::providers::{Message, ModelRequest, StreamEvent};
 
 /// The summariser's instructions (fixed).
-pub const SUMMARY_PROMPT: &str = "You compact the history of a conversation between a person and an AI agent that works with tools, so the agent can continue the task with the summary instead of the full history. Write a summary that keeps: the person's goals and requests, decisions taken and why, findings (facts, file paths, names, numbers, errors and their causes), what has been done, the open work, and any data the agent still needs. Leave out pleasantries and tool output nobody needs again. If the transcript starts with an earlier summary, carry everything in it that still matters forward. Write in the same language as the conversation. Answer with the summary only.";
+pub const SUMMARY_PROMPT: &str = "You compact the history of a conversation between a person and an AI agent that works with tools, so the agent can continue the task with the summary instead of the full history. Write a summary that keeps: the person's goals and requests, decisions taken and why, findings (facts, file paths, names, numbers, errors and their causes), what has been done, the open work, and any data the agent still needs. Leave out pleasantries and tool output nobody needs again. If the transcript starts with an earlier summary, carry everything in it that still matters forward. The last messages of the transcript are kept verbatim after your summary, so focus on what comes before them. Write in the same language as the conversation. Answer with the summary only.";
 
 /// Tool results longer than this (characters) are shortened first.
 const LONG_RESULT: usize = 2_000;
@@ -68,9 +68,12 @@ impl Harness {
         if !force && before <= threshold {
             return Ok(());
         }
-        // A summary and one message: what is left is the prompt and the tools, which
-        // compaction cannot shrink.
-        if self.history.len() < 2 || (!force && self.history.len() <= 2) {
+        // A summary and one message, or a history far smaller than the threshold:
+        // what is big is the prompt and the tools, which compaction cannot shrink.
+        let history_tokens = tokens(self.history.iter().map(message_chars).sum());
+        if self.history.len() < 2
+            || (!force && (self.history.len() <= 2 || history_tokens < threshold / 4))
+        {
             return Ok(());
         }
         self.emitter.emit(EventKind::CompactionRequested {
@@ -86,7 +89,7 @@ impl Harness {
                 return Ok(());
             }
         }
-        let after = self.summarise().await?;
+        let after = self.summarise(force).await?;
         self.finish_compaction(turn_id, before, after, true);
         Ok(())
     }
@@ -109,6 +112,7 @@ impl Harness {
         });
         // The model no longer holds the files it read: writes need a fresh read.
         self.state.clear_stamps();
+        self.save_todos();
         self.last_input_tokens = after;
         self.appended_chars = 0;
         self.sync();
@@ -141,14 +145,14 @@ impl Harness {
 
     /// Replaces the older history with a summary and keeps a recent window of text
     /// messages; returns the new estimate.
-    async fn summarise(&mut self) -> Result<u64, String> {
+    async fn summarise(&mut self, force: bool) -> Result<u64, String> {
         let agent = &self.config.manifest.agent;
         let context_window = agent.limits.context_window;
         // The recent window: the last text messages that fit in a tenth of the window.
         let budget = (context_window / 10).max(1);
         let mut window: Vec<Message> = Vec::new();
+        let mut kept_indices = Vec::new();
         let mut used = 0u64;
-        let mut split = self.history.len();
         for (i, message) in self.history.iter().enumerate().rev() {
             let kept = match message {
                 Message::Tool { .. } => None,
@@ -162,21 +166,19 @@ impl Harness {
             };
             if let Some(kept) = kept {
                 let cost = tokens(message_chars(&kept));
-                if used + cost > budget {
+                // By hand, keep just the last exchange: the person asked for a small history.
+                if used + cost > budget || (force && window.len() >= 2) {
                     break;
                 }
                 used += cost;
                 window.push(kept);
+                kept_indices.push(i);
             }
-            split = i;
         }
         window.reverse();
-        let older = &self.history[..split];
-        let source = if older.is_empty() {
-            &self.history[..]
-        } else {
-            older
-        };
+        // The whole history is summarised, so nothing is lost: the window repeats only
+        // the latest text messages verbatim.
+        let source = self.history.clone();
         let (provider, model_id) = match &agent.compaction.model {
             Some(model) if *model != agent.model && *model != self.config.model => {
                 let resolved = crate::providers::resolve(
@@ -193,15 +195,17 @@ impl Harness {
             model: model_id,
             system: SUMMARY_PROMPT.to_string(),
             messages: vec![Message::User {
-                text: format!("Summarise this conversation:\n\n{}", transcript(source)),
+                text: format!("Summarise this conversation:\n\n{}", transcript(&source)),
             }],
             tools: Vec::new(),
             max_output_tokens: agent.limits.max_output_tokens.min(8192),
             temperature: Some(0.0),
         };
-        let summary = complete(provider.as_ref(), &request, &self.config.retry)
+        let (summary, usage) = complete(provider.as_ref(), &request, &self.config.retry)
             .await
             .map_err(|e| format!("compaction failed: {e}"))?;
+        // The summariser's tokens are the session's too.
+        self.usage.add(&usage);
         let old_chars: usize = self.history.iter().map(message_chars).sum();
         let overhead = self.last_input_tokens.saturating_sub(tokens(old_chars));
         let mut text = format!(
@@ -233,22 +237,25 @@ async fn complete(
     provider: &dyn crate::providers::Provider,
     request: &ModelRequest,
     retry: &crate::providers::retry::RetryPolicy,
-) -> Result<String, String> {
+) -> Result<(String, crate::providers::Usage), String> {
     let mut attempt = 0;
     loop {
         let result = async {
             let mut stream = provider.stream(request).await?;
             let mut text = String::new();
+            let mut usage = crate::providers::Usage::default();
             while let Some(event) = stream.next().await {
-                if let StreamEvent::TextDelta(delta) = event? {
-                    text.push_str(&delta);
+                match event? {
+                    StreamEvent::TextDelta(delta) => text.push_str(&delta),
+                    StreamEvent::Usage(u) => usage = u,
+                    _ => {}
                 }
             }
-            Ok::<_, crate::providers::ProviderError>(text)
+            Ok::<_, crate::providers::ProviderError>((text, usage))
         }
         .await;
         match result {
-            Ok(text) if !text.trim().is_empty() => return Ok(text),
+            Ok((text, usage)) if !text.trim().is_empty() => return Ok((text, usage)),
             Ok(_) => return Err("the summariser returned no text".into()),
             Err(e) if e.is_retryable() && attempt < retry.max_retries => {
                 tokio::time::sleep(retry.delay(attempt, e.retry_after())).await;

@@ -155,6 +155,8 @@ pub struct Harness {
     state: Arc<SessionState>,
     /// The todo list as last written to the log.
     logged_todos: Vec<crate::tools::state::Todo>,
+    /// The read stamps as last written to the log.
+    logged_stamps: Vec<(PathBuf, crate::tools::state::Stamp)>,
     /// A parked turn and the request it waits for.
     waiting: Option<crate::session::replay::Waiting>,
     /// Answers given in the current turn, by tool call id.
@@ -247,6 +249,7 @@ impl Harness {
             usage: Usage::default(),
             state: Arc::new(SessionState::default()),
             logged_todos: Vec::new(),
+            logged_stamps: Vec::new(),
             waiting: None,
             resolutions: HashMap::new(),
             early: HashMap::new(),
@@ -268,6 +271,9 @@ impl Harness {
         harness.usage = replayed.usage;
         harness.state.set_todos(replayed.todos.clone());
         harness.logged_todos = replayed.todos;
+        let stamps: Vec<_> = replayed.stamps.iter().filter_map(|s| s.stamp()).collect();
+        harness.state.set_stamps(stamps.clone());
+        harness.logged_stamps = stamps;
         harness.waiting = replayed.waiting;
         harness.resolutions = replayed.resolutions;
         harness.last_input_tokens = replayed.last_input_tokens;
@@ -361,6 +367,16 @@ impl Harness {
                 todos: todos.clone(),
             });
             self.logged_todos = todos;
+        }
+        let stamps = self.state.stamps();
+        if stamps != self.logged_stamps {
+            self.emitter.record(&crate::session::Record::Stamps {
+                stamps: stamps
+                    .iter()
+                    .map(|(path, stamp)| crate::session::StampRecord::new(path, stamp))
+                    .collect(),
+            });
+            self.logged_stamps = stamps;
         }
     }
 

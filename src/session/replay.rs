@@ -36,6 +36,8 @@ pub struct Replayed {
     pub started_at: String,
     pub history: Vec<Message>,
     pub todos: Vec<Todo>,
+    /// The read stamps as last logged.
+    pub stamps: Vec<super::StampRecord>,
     pub usage: Usage,
     /// The input tokens the provider reported for the last model call.
     pub last_input_tokens: u64,
@@ -124,6 +126,7 @@ fn apply(r: &mut Replayed, record: &Record) {
         Record::Message { message } => r.history.push(message.clone()),
         Record::Compacted { messages } => r.history = messages.clone(),
         Record::Todos { todos } => r.todos = todos.clone(),
+        Record::Stamps { stamps } => r.stamps = stamps.clone(),
         Record::Event { event } => match &event.kind {
             EventKind::SessionStarted {
                 session_id, agent, ..

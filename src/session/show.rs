@@ -133,7 +133,7 @@ pub fn transcript(r: &Replayed) -> String {
                 }
             },
             Record::Compacted { .. } => out.push_str("\n· the history was compacted here\n"),
-            Record::Todos { .. } => {}
+            Record::Todos { .. } | Record::Stamps { .. } => {}
             Record::Event { event } => match &event.kind {
                 EventKind::InputRequested { request, .. } => match &request.kind {
                     InputKind::Question { question, options } => {
@@ -163,10 +163,12 @@ pub fn transcript(r: &Replayed) -> String {
                 EventKind::TurnCompleted {
                     end_reason, steps, ..
                 } => {
-                    out.push_str(&format!(
-                        "· turn {} after {steps} steps\n",
-                        end_reason.as_str()
-                    ));
+                    let steps = if *steps == 1 {
+                        "1 step".to_string()
+                    } else {
+                        format!("{steps} steps")
+                    };
+                    out.push_str(&format!("· turn {} after {steps}\n", end_reason.as_str()));
                 }
                 EventKind::TurnFailed {
                     end_reason, error, ..

@@ -64,6 +64,21 @@ impl SessionState {
         lock(&self.stamps).get(path).copied()
     }
 
+    /// Every stamp, sorted by path.
+    pub fn stamps(&self) -> Vec<(PathBuf, Stamp)> {
+        let mut all: Vec<(PathBuf, Stamp)> = lock(&self.stamps)
+            .iter()
+            .map(|(p, s)| (p.clone(), *s))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// Replaces every stamp (a session reopened from its log).
+    pub fn set_stamps(&self, stamps: Vec<(PathBuf, Stamp)>) {
+        *lock(&self.stamps) = stamps.into_iter().collect();
+    }
+
     /// Forgets every stamp (after compaction the model no longer holds the contents).
     pub fn clear_stamps(&self) {
         lock(&self.stamps).clear();
