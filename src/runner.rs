@@ -176,6 +176,9 @@ fn manifest_name(config: &harness::Config) -> String {
 /// Reads a session log and repairs it: a torn last line is dropped, a turn a crash
 /// left open is closed. Returns the session and what was repaired.
 pub fn open_session(path: &Path) -> Result<(Replayed, Vec<String>), String> {
+    // Lock first: a torn last line is cut, and that must never be a line another
+    // eve process is writing right now.
+    let log = SessionLog::open(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
     let mut replayed = replay::load(path)?;
     if replayed.session_id.is_empty() {
         return Err(format!(
@@ -189,8 +192,6 @@ pub fn open_session(path: &Path) -> Result<(Replayed, Vec<String>), String> {
     }
     let fixes = replay::repair(&replayed);
     if !fixes.is_empty() {
-        let log = SessionLog::open(path)
-            .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
         for record in &fixes {
             log.append(record);
         }

@@ -525,3 +525,41 @@ fn read_stamps_survive_parking_and_a_mismatched_answer_is_a_usage_error() {
         "final\n"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_session_in_use_by_another_process_is_refused() {
+    let agent = Agent::new(
+        "",
+        "- tool_calls: [{name: bash, input: {command: \"touch started; sleep 30\"}}]\n- text: done\n",
+    );
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("eve"))
+        .args([
+            "run",
+            agent.dir.to_str().unwrap(),
+            "long job",
+            "--workspace",
+            agent.workspace.to_str().unwrap(),
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = agent.workspace.join("started");
+    for _ in 0..500 {
+        if started.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = agent.run(&["--continue", "me too"]);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    assert!(
+        stderr(&second).contains("another eve process is using this session"),
+        "{}",
+        stderr(&second)
+    );
+}

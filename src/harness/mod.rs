@@ -169,6 +169,8 @@ pub struct Harness {
     appended_chars: usize,
     /// Steps the parked turn had taken when the session was reopened.
     resumed_steps: u64,
+    /// The tokens the parked turn had used when the session was reopened.
+    resumed_usage: Usage,
 }
 
 /// What one model call produced.
@@ -256,6 +258,7 @@ impl Harness {
             last_input_tokens: 0,
             appended_chars: 0,
             resumed_steps: 0,
+            resumed_usage: Usage::default(),
         })
     }
 
@@ -278,6 +281,7 @@ impl Harness {
         harness.resolutions = replayed.resolutions;
         harness.last_input_tokens = replayed.last_input_tokens;
         harness.resumed_steps = replayed.turns.last().map_or(0, |t| t.steps);
+        harness.resumed_usage = replayed.turn_usage;
         Ok(harness)
     }
 
@@ -472,7 +476,12 @@ impl Harness {
         cancel: CancellationToken,
     ) -> TurnOutcome {
         let ctx = self.tool_context(&cancel);
-        let mut usage = Usage::default();
+        // A resumed turn goes on counting from where it stopped.
+        let mut usage = if steps > 0 {
+            std::mem::take(&mut self.resumed_usage)
+        } else {
+            Usage::default()
+        };
         let mut hit_max_tokens = false;
         let mut result = String::new();
         let end: Result<EndReason, String> = loop {

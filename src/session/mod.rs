@@ -86,6 +86,25 @@ pub struct SessionLog {
     error: Mutex<Option<String>>,
 }
 
+/// Takes an advisory lock on the log for as long as the file is open, so two eve
+/// processes never append to one session at once.
+#[cfg(unix)]
+fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock only takes a lock on a descriptor this function's caller owns.
+    let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(unix))]
+fn lock_exclusive(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match mutex.lock() {
         Ok(guard) => guard,
@@ -100,6 +119,12 @@ impl SessionLog {
             std::fs::create_dir_all(dir)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
+        lock_exclusive(&file).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                "another eve process is using this session; wait for it to end",
+            )
+        })?;
         Ok(SessionLog {
             path: path.to_path_buf(),
             writer: Mutex::new(BufWriter::new(file)),

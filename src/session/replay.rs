@@ -41,6 +41,8 @@ pub struct Replayed {
     pub usage: Usage,
     /// The input tokens the provider reported for the last model call.
     pub last_input_tokens: u64,
+    /// The tokens of the last turn so far (what a resumed turn adds to).
+    pub turn_usage: Usage,
     pub turns: Vec<TurnSummary>,
     /// A turn parked on a question or an approval.
     pub waiting: Option<Waiting>,
@@ -147,6 +149,7 @@ fn apply(r: &mut Replayed, record: &Record) {
                     end: None,
                 });
                 r.open_turn = Some(turn_id.clone());
+                r.turn_usage = Usage::default();
                 r.waiting = None;
                 r.resolutions.clear();
                 r.status = "running".into();
@@ -164,6 +167,7 @@ fn apply(r: &mut Replayed, record: &Record) {
             }
             EventKind::StepCompleted { usage, .. } => {
                 r.usage.add(usage);
+                r.turn_usage.add(usage);
                 r.last_input_tokens = usage.input_tokens;
             }
             EventKind::InputRequested { turn_id, request } => {
