@@ -63,6 +63,8 @@ struct Dev {
     interactive: bool,
     /// Turns run so far (the first one notes the tools that are not offered).
     turns: usize,
+    /// Prints above the prompt while it waits for input (a terminal only).
+    printer: Option<Box<dyn rustyline::ExternalPrinter + Send>>,
 }
 
 /// Runs `eve dev` until `/quit` or the end of input; returns the exit code.
@@ -88,7 +90,13 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let _watcher = watch::start(&options.dir, options.debounce, tx.clone())
         .map_err(|e| anyhow::anyhow!("cannot watch `{base}`: {e}"))?;
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
-    spawn_reader(&options.dir, interactive, tx, ready_rx);
+    let (printer_tx, printer_rx) = mpsc::channel();
+    spawn_reader(&options.dir, interactive, tx, ready_rx, printer_tx);
+    let printer = if interactive {
+        printer_rx.recv_timeout(Duration::from_secs(2)).ok()
+    } else {
+        None
+    };
     let mut dev = Dev {
         options,
         base,
@@ -97,6 +105,7 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
         session,
         interactive,
         turns: 0,
+        printer,
     };
     eprintln!(
         "eve dev: `{}` on {} — type a message, /help for commands, Ctrl-D to leave; watching `{}` for changes",
@@ -144,7 +153,13 @@ fn print_diagnostics(build: &compiler::Build, base: &str) {
 
 /// Reads lines (with line editing and history on a terminal) and sends them, one after
 /// each `ready` so the prompt shows only when eve waits for input.
-fn spawn_reader(dir: &Path, interactive: bool, tx: mpsc::Sender<Input>, ready: mpsc::Receiver<()>) {
+fn spawn_reader(
+    dir: &Path,
+    interactive: bool,
+    tx: mpsc::Sender<Input>,
+    ready: mpsc::Receiver<()>,
+    printer: mpsc::Sender<Box<dyn rustyline::ExternalPrinter + Send>>,
+) {
     let history = dir.join(".eve").join("dev_history");
     std::thread::spawn(move || {
         if interactive {
@@ -153,6 +168,9 @@ fn spawn_reader(dir: &Path, interactive: bool, tx: mpsc::Sender<Input>, ready: m
                 return;
             };
             let _ = editor.load_history(&history);
+            if let Ok(external) = editor.create_external_printer() {
+                let _ = printer.send(Box::new(external));
+            }
             while ready.recv().is_ok() {
                 match editor.readline("› ") {
                     Ok(line) => {
@@ -195,24 +213,45 @@ fn spawn_reader(dir: &Path, interactive: bool, tx: mpsc::Sender<Input>, ready: m
 }
 
 impl Dev {
+    /// Prints a line about the session: above the prompt when one is waiting.
+    fn say(&mut self, text: &str) {
+        match &mut self.printer {
+            Some(printer) => {
+                if printer.print(text.to_string()).is_err() {
+                    eprintln!("{text}");
+                }
+            }
+            None => eprintln!("{text}"),
+        }
+    }
+
     fn rebuild(&mut self) {
         let build = compiler::compile(&self.options.dir);
         let current = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
-        match reload::decide(current, build) {
+        let decision = reload::decide(current, build);
+        self.announce(decision);
+    }
+
+    /// Says what a rebuild decided and keeps a good build for the next turn.
+    fn announce(&mut self, decision: Reload) {
+        match decision {
             Reload::Unchanged => {}
             Reload::Failed { diagnostics } => {
                 let style = render::Style::for_stderr();
+                let mut text = String::new();
                 for d in &diagnostics {
-                    eprintln!("{}", render::human(d, &self.base, style));
+                    text.push_str(&render::human(d, &self.base, style));
+                    text.push('\n');
                 }
-                eprintln!("✗ build failed: still using the last good build");
+                text.push_str("✗ build failed: still using the last good build");
+                self.say(&text);
             }
             Reload::Apply { manifest, summary } => {
                 if let Err(e) = compiler::write_manifest(&self.options.dir, &manifest) {
-                    eprintln!("✗ cannot write the manifest: {e}");
+                    self.say(&format!("✗ cannot write the manifest: {e}"));
                     return;
                 }
-                eprintln!("↻ reloaded: {summary} (from the next turn)");
+                self.say(&format!("↻ reloaded: {summary} (from the next turn)"));
                 self.pending = Some((*manifest, summary));
             }
         }
@@ -324,10 +363,13 @@ impl Dev {
             "/reload" => {
                 let build = compiler::compile(&self.options.dir);
                 match reload::decide(&self.active, build) {
-                    Reload::Unchanged => eprintln!("↻ up to date"),
-                    _ => {
+                    Reload::Unchanged => {
                         self.pending = None;
-                        self.rebuild_from_active();
+                        eprintln!("↻ up to date");
+                    }
+                    decision => {
+                        self.pending = None;
+                        self.announce(decision);
                     }
                 }
             }
@@ -367,24 +409,5 @@ impl Dev {
             }
         }
         true
-    }
-
-    fn rebuild_from_active(&mut self) {
-        let build = compiler::compile(&self.options.dir);
-        match reload::decide(&self.active, build) {
-            Reload::Apply { manifest, summary } => {
-                let _ = compiler::write_manifest(&self.options.dir, &manifest);
-                eprintln!("↻ reloaded: {summary} (from the next turn)");
-                self.pending = Some((*manifest, summary));
-            }
-            Reload::Failed { diagnostics } => {
-                let style = render::Style::for_stderr();
-                for d in &diagnostics {
-                    eprintln!("{}", render::human(d, &self.base, style));
-                }
-                eprintln!("✗ build failed: still using the last good build");
-            }
-            Reload::Unchanged => eprintln!("↻ up to date"),
-        }
     }
 }
