@@ -147,7 +147,7 @@ fn builtin(
         "grep" => Ok(Arc::new(super::grep::GrepTool {
             timeout: Duration::from_secs(tool.timeout_secs.max(1)),
         })),
-        _ => Err("this version of eve cannot run the built-in tool yet".into()),
+        other => Err(format!("`{other}` is not a built-in tool this version of eve knows")),
     }
 }
 
