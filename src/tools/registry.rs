@@ -147,7 +147,9 @@ fn builtin(
         "grep" => Ok(Arc::new(super::grep::GrepTool {
             timeout: Duration::from_secs(tool.timeout_secs.max(1)),
         })),
-        other => Err(format!("`{other}` is not a built-in tool this version of eve knows")),
+        other => Err(format!(
+            "`{other}` is not a built-in tool this version of eve knows"
+        )),
     }
 }
 
