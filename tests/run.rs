@@ -808,6 +808,20 @@ fn ctrl_c_aborts_the_turn_kills_the_running_tool_and_exits_130() {
     );
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["end_reason"], "aborted");
+    let sessions = agent.path().join(".eve/sessions");
+    let log = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let log = std::fs::read_to_string(log).unwrap();
+    let cancelled = log
+        .find("\"turn.cancelled\"")
+        .expect("turn.cancelled is logged");
+    let completed = log
+        .find("\"end_reason\":\"aborted\"")
+        .expect("the turn ends as aborted");
+    assert!(cancelled < completed);
     assert_eq!(result["steps"], 1);
     let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
     let alive = stat

@@ -236,6 +236,9 @@ pub enum EventKind {
         steps: u64,
         usage: Usage,
     },
+    /// The person interrupted the turn (Ctrl-C); `turn.completed` with `aborted` follows.
+    #[serde(rename = "turn.cancelled")]
+    TurnCancelled { turn_id: String },
     /// The turn is parked until the request is answered (`eve run --session ID --answer …`).
     #[serde(rename = "turn.waiting")]
     TurnWaiting { turn_id: String, request_id: String },
@@ -275,6 +278,7 @@ impl EventKind {
             EventKind::CompactionRequested { .. } => "compaction.requested",
             EventKind::CompactionCompleted { .. } => "compaction.completed",
             EventKind::TurnWaiting { .. } => "turn.waiting",
+            EventKind::TurnCancelled { .. } => "turn.cancelled",
             EventKind::StepCompleted { .. } => "step.completed",
             EventKind::StepFailed { .. } => "step.failed",
             EventKind::TurnCompleted { .. } => "turn.completed",

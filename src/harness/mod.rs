@@ -623,6 +623,11 @@ impl Harness {
                 pending: None,
             },
         };
+        if outcome.end_reason == EndReason::Aborted {
+            self.emitter.emit(EventKind::TurnCancelled {
+                turn_id: turn_id.clone(),
+            });
+        }
         match (&outcome.error, outcome.end_reason) {
             (None, EndReason::Waiting) => {}
             (None, end_reason) => self.emitter.emit(EventKind::TurnCompleted {
