@@ -96,11 +96,7 @@ impl<O: Write, E: Write> Console<O, E> {
             }
             EventKind::ActionsRequested { actions, .. } => {
                 for action in actions {
-                    let line = match compact_input(&action.input) {
-                        input if input.is_empty() => format!("    → {}", action.name),
-                        input => format!("    → {} {input}", action.name),
-                    };
-                    self.note(&line);
+                    self.note(&format!("  {}", action_line(action)));
                 }
             }
             EventKind::ActionResult {
@@ -109,18 +105,10 @@ impl<O: Write, E: Write> Console<O, E> {
                 is_error,
                 duration_ms,
                 ..
-            } => {
-                let took = format_duration(Duration::from_millis(*duration_ms));
-                let line = if *is_error {
-                    format!(
-                        "      ✗ {name} failed ({took}): {}",
-                        first_line(output, 160)
-                    )
-                } else {
-                    format!("      ← {name}: {} ({took})", summary(output))
-                };
-                self.note(&line);
-            }
+            } => self.note(&format!(
+                "    {}",
+                result_line(name, output, *is_error, *duration_ms)
+            )),
             EventKind::StepFailed {
                 error,
                 retry_in_ms: Some(ms),
@@ -163,11 +151,7 @@ impl<O: Write, E: Write> Console<O, E> {
             }
             EventKind::ActionsRequested { actions, .. } if !self.quiet => {
                 for action in actions {
-                    let line = match compact_input(&action.input) {
-                        input if input.is_empty() => format!("→ {}", action.name),
-                        input => format!("→ {} {input}", action.name),
-                    };
-                    self.note(&line);
+                    self.note(&action_line(action));
                 }
                 self.spin("running tools…");
             }
@@ -177,15 +161,7 @@ impl<O: Write, E: Write> Console<O, E> {
                 is_error,
                 duration_ms,
                 ..
-            } if !self.quiet => {
-                let took = format_duration(Duration::from_millis(*duration_ms));
-                let line = if *is_error {
-                    format!("  ✗ {name} failed ({took}): {}", first_line(output, 160))
-                } else {
-                    format!("  ← {name}: {} ({took})", summary(output))
-                };
-                self.note(&line);
-            }
+            } if !self.quiet => self.note(&result_line(name, output, *is_error, *duration_ms)),
             EventKind::StepCompleted { .. } => self.stop_spinner(),
             EventKind::InputRequested { .. } => {
                 self.stop_spinner();
@@ -461,6 +437,24 @@ fn ask_on_terminal(request: &InputRequest) -> Option<Resolution> {
                 }
             }
         }
+    }
+}
+
+/// `→ name {input}`: a tool call.
+fn action_line(action: &crate::harness::events::Action) -> String {
+    match compact_input(&action.input) {
+        input if input.is_empty() => format!("→ {}", action.name),
+        input => format!("→ {} {input}", action.name),
+    }
+}
+
+/// `  ← name: 3 lines (12 ms)` or `  ✗ name failed (3 ms): …`: a tool result.
+fn result_line(name: &str, output: &str, is_error: bool, duration_ms: u64) -> String {
+    let took = format_duration(Duration::from_millis(duration_ms));
+    if is_error {
+        format!("  ✗ {name} failed ({took}): {}", first_line(output, 160))
+    } else {
+        format!("  ← {name}: {} ({took})", summary(output))
     }
 }
 

@@ -33,10 +33,7 @@ pub fn ulid() -> String {
         .map(|d| d.as_millis() as u64)
         .unwrap_or_default()
         & 0xFFFF_FFFF_FFFF;
-    let mut last = match LAST.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
+    let mut last = crate::sync::lock(&LAST);
     let (millis, random) = if now <= last.0 {
         (last.0, (last.1 + 1) & ((1u128 << 80) - 1))
     } else {

@@ -12,4 +12,5 @@ pub mod providers;
 pub mod runner;
 pub mod session;
 pub mod suggest;
+pub mod sync;
 pub mod tools;

@@ -458,13 +458,8 @@ impl Harness {
         });
         self.resolutions
             .insert(waiting.request.call_id.clone(), resolution);
-        let steps = self.steps_in_turn(&waiting.turn_id);
+        let steps = self.resumed_steps;
         Ok(self.drive(waiting.turn_id, steps, cancel).await)
-    }
-
-    /// How many steps the parked turn has taken.
-    fn steps_in_turn(&self, _turn_id: &str) -> u64 {
-        self.resumed_steps
     }
 
     /// The loop of a turn from where it stands: unanswered tool calls first (a resumed

@@ -2,6 +2,7 @@
 //!
 //! The format is documented for authors in `docs/scripted-provider.md`.
 
+use crate::sync::lock;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -138,13 +139,6 @@ impl ScriptedProvider {
             let _ = std::fs::write(file, next.to_string());
         }
         Ok(reply.clone())
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

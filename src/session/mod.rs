@@ -13,6 +13,7 @@ pub mod replay;
 pub mod show;
 pub mod store;
 
+use crate::sync::lock;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -103,13 +104,6 @@ fn lock_exclusive(file: &File) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn lock_exclusive(_file: &File) -> std::io::Result<()> {
     Ok(())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl SessionLog {

@@ -1,7 +1,6 @@
 //! `bash`: `bash -c` in the workspace, in its own process group, with a timeout, capped
 //! output, and the agent's `allow` / `deny` patterns over the command line.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -10,8 +9,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::command::kill_group;
-use super::output::capture;
+use super::process;
 use super::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::manifest;
 
@@ -19,8 +17,6 @@ use crate::manifest;
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// Bytes of stdout (and of stderr) kept: the first and last half.
 pub const OUTPUT_LIMIT: usize = 30 * 1024;
-/// How long the pipes may stay open after the command exits (a background child holding them).
-const PIPE_GRACE: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Deserialize)]
 struct Input {
@@ -100,75 +96,33 @@ impl Bash {
             Duration::from_secs(input.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1))
                 .min(self.max_timeout);
         let mut command = tokio::process::Command::new("bash");
-        command
-            .arg("-c")
-            .arg(&input.command)
-            .current_dir(&ctx.workspace)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-        for var in ctx.hidden_env.iter() {
-            command.env_remove(var);
-        }
-        let mut child = match command.spawn() {
-            Ok(child) => child,
+        command.arg("-c").arg(&input.command);
+        let finished = match process::run(command, None, ctx, timeout, OUTPUT_LIMIT).await {
+            Ok(finished) => finished,
             Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
         };
-        let pid = child.id();
-        let stdout = tokio::spawn(capture(child.stdout.take(), OUTPUT_LIMIT));
-        let stderr = tokio::spawn(capture(child.stderr.take(), OUTPUT_LIMIT));
-        let deadline = tokio::time::Instant::now() + timeout;
-        enum End {
-            Exited(std::io::Result<std::process::ExitStatus>),
-            TimedOut,
-            Aborted,
-        }
-        let end = tokio::select! {
-            status = child.wait() => End::Exited(status),
-            () = tokio::time::sleep_until(deadline) => End::TimedOut,
-            () = ctx.cancel.cancelled() => End::Aborted,
-        };
-        let mut lingering = false;
-        match end {
-            End::Exited(_) => {
-                // Children left in the background may hold the pipes open: give them a
-                // moment, then stop the whole group so nothing outlives the call.
-                let wait_pipes = async {
-                    while !(stdout.is_finished() && stderr.is_finished()) {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                };
-                if tokio::time::timeout(PIPE_GRACE, wait_pipes).await.is_err() {
-                    lingering = true;
-                }
-            }
-            End::TimedOut | End::Aborted => {}
-        }
-        if let Some(pid) = pid {
-            kill_group(pid);
-        }
-        let _ = child.wait().await;
-        let out = stdout.await.unwrap_or_default();
-        let err = stderr.await.unwrap_or_default();
+        let (end, out, err, lingering) = (
+            finished.end,
+            finished.stdout,
+            finished.stderr,
+            finished.lingering,
+        );
         let mut text = String::new();
         let (is_error, status_line) = match &end {
-            End::Exited(Ok(status)) => match status.code() {
+            process::End::Exited(Ok(status)) => match status.code() {
                 Some(0) => (false, "exit code: 0".to_string()),
                 Some(code) => (true, format!("exit code: {code}")),
                 None => (true, "killed by a signal".to_string()),
             },
-            End::Exited(Err(e)) => (true, format!("cannot wait for bash: {e}")),
-            End::TimedOut => (
+            process::End::Exited(Err(e)) => (true, format!("cannot wait for bash: {e}")),
+            process::End::TimedOut => (
                 true,
                 format!(
                     "timed_out: the command ran longer than {} s; it and every process it started were killed",
                     timeout.as_secs()
                 ),
             ),
-            End::Aborted => (
+            process::End::Aborted => (
                 true,
                 "aborted: the turn was interrupted; the command and its processes were killed"
                     .into(),

@@ -2,17 +2,14 @@
 //! stdout as the result. Runs in the workspace in its own process group; a timeout or an
 //! aborted turn kills the whole group.
 
-use std::process::Stdio;
 use std::time::Duration;
 
+use super::process::{self, End};
+use super::{ToolContext, ToolExec, ToolOutput};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-
-use super::output::capture;
-use super::{ToolContext, ToolExec, ToolOutput};
 
 /// Bytes of stdout (and of stderr) a command tool returns at most; the middle is cut.
 pub const OUTPUT_LIMIT: usize = 32 * 1024;
@@ -47,28 +44,6 @@ pub fn render_argv(argv: &[String], input: &Value, agent_dir: &str) -> Result<Ve
         .collect()
 }
 
-/// Kills every process of the group led by `pid`.
-pub fn kill_group(pid: u32) {
-    #[cfg(unix)]
-    {
-        let Ok(pid) = i32::try_from(pid) else {
-            return;
-        };
-        // SAFETY: killpg only sends a signal; a stale group id makes it fail with ESRCH, which is fine.
-        unsafe {
-            libc::killpg(pid, libc::SIGKILL);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = pid;
-}
-
-enum Ending {
-    Exited(std::io::Result<std::process::ExitStatus>),
-    TimedOut,
-    Aborted,
-}
-
 impl CommandTool {
     async fn run(&self, input: &Value, ctx: &ToolContext) -> ToolOutput {
         let agent_dir = ctx.agent_dir.to_string_lossy();
@@ -80,73 +55,27 @@ impl CommandTool {
             return ToolOutput::error("the command is empty");
         };
         let mut command = tokio::process::Command::new(program);
-        command
-            .args(args)
-            .current_dir(&ctx.workspace)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-        for var in ctx.hidden_env.iter() {
-            command.env_remove(var);
-        }
-        let mut child = match command.spawn() {
-            Ok(child) => child,
-            Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
-        };
-        let pid = child.id();
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
+        command.args(args);
         let payload = serde_json::to_vec(input).unwrap_or_default();
-        let feed = async move {
-            if let Some(mut stdin) = stdin {
-                // A program that does not read its input closes the pipe early: not an error.
-                let _ = stdin.write_all(&payload).await;
-                let _ = stdin.shutdown().await;
-            }
-        };
-        let work = async {
-            let ((), out, err, status) = tokio::join!(
-                feed,
-                capture(stdout, OUTPUT_LIMIT),
-                capture(stderr, OUTPUT_LIMIT),
-                child.wait()
-            );
-            (out, err, status)
-        };
-        let (ending, out, err) = tokio::select! {
-            (out, err, status) = work => (Ending::Exited(status), Some(out), Some(err)),
-            () = tokio::time::sleep(self.timeout) => (Ending::TimedOut, None, None),
-            () = ctx.cancel.cancelled() => (Ending::Aborted, None, None),
-        };
-        match ending {
-            Ending::TimedOut | Ending::Aborted => {
-                if let Some(pid) = pid {
-                    kill_group(pid);
-                }
-                let _ = child.wait().await;
-                if matches!(ending, Ending::TimedOut) {
-                    ToolOutput::error(format!(
-                        "`{}` timed out after {} s and was killed",
-                        self.name,
-                        self.timeout.as_secs()
-                    ))
-                } else {
-                    ToolOutput::error(format!(
-                        "`{}` was aborted: the turn was interrupted",
-                        self.name
-                    ))
-                }
-            }
-            Ending::Exited(Err(e)) => {
-                ToolOutput::error(format!("cannot wait for `{program}`: {e}"))
-            }
-            Ending::Exited(Ok(status)) => {
-                let out = out.map(|o| o.text()).unwrap_or_default();
-                let err = err.map(|e| e.text()).unwrap_or_default();
+        let finished =
+            match process::run(command, Some(payload), ctx, self.timeout, OUTPUT_LIMIT).await {
+                Ok(finished) => finished,
+                Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
+            };
+        match finished.end {
+            End::TimedOut => ToolOutput::error(format!(
+                "`{}` timed out after {} s and was killed",
+                self.name,
+                self.timeout.as_secs()
+            )),
+            End::Aborted => ToolOutput::error(format!(
+                "`{}` was aborted: the turn was interrupted",
+                self.name
+            )),
+            End::Exited(Err(e)) => ToolOutput::error(format!("cannot wait for `{program}`: {e}")),
+            End::Exited(Ok(status)) => {
+                let out = finished.stdout.text();
+                let err = finished.stderr.text();
                 if status.success() {
                     ToolOutput::ok(out)
                 } else {
@@ -292,6 +221,26 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(gone, "the forked sleeper {pid} survived the timeout");
+    }
+
+    #[tokio::test]
+    async fn a_background_child_does_not_outlive_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tool(&["sh", "-c", "sleep 100 & echo $!"], 60_000)
+            .call(&json!({}), &ctx(dir.path()))
+            .await;
+        assert!(!out.is_error, "{out:?}");
+        let pid: i32 = out.content.trim().parse().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty()
+                || stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z')),
+            "the backgrounded sleep {pid} survived"
+        );
     }
 
     #[tokio::test]

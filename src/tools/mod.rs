@@ -11,6 +11,7 @@ pub mod grep;
 pub mod http;
 pub mod load_skill;
 pub mod output;
+pub mod process;
 pub mod read_file;
 pub mod registry;
 pub mod state;

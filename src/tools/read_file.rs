@@ -1,6 +1,6 @@
 //! `read_file`: numbered lines of a text file, paged, never loaded whole; stamps the file.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use futures_util::FutureExt;
@@ -67,8 +67,7 @@ fn read(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<Page, Strin
     let end = offset.saturating_add(limit);
     loop {
         line.clear();
-        let n = (&mut reader)
-            .take(u64::MAX)
+        let n = reader
             .read_until(b'\n', &mut line)
             .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
         if n == 0 {

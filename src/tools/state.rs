@@ -1,8 +1,9 @@
 //! What tools remember within a session: the read stamps of files and the todo list.
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -44,13 +45,6 @@ pub enum TodoStatus {
 pub struct SessionState {
     stamps: Mutex<HashMap<PathBuf, Stamp>>,
     todos: Mutex<Vec<Todo>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl SessionState {
