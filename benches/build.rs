@@ -24,7 +24,7 @@ fn main() {
         let times: Vec<Duration> = (0..15)
             .map(|_| {
                 let start = Instant::now();
-                let build = eve::compiler::compile(dir);
+                let build = eve::compiler::compile(dir, &eve::tools::builtin::CATALOG);
                 assert!(build.manifest.is_some(), "the generated agent must build");
                 start.elapsed()
             })

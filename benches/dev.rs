@@ -28,7 +28,7 @@ fn main() {
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("example-agent"),
         &dir,
     );
-    let mut active = eve::compiler::compile(&dir)
+    let mut active = eve::compiler::compile(&dir, &eve::tools::builtin::CATALOG)
         .manifest
         .expect("the example agent builds");
     let debounce = Duration::from_millis(50);
@@ -52,7 +52,7 @@ fn main() {
                 _ => continue,
             }
         }
-        let build = eve::compiler::compile(&dir);
+        let build = eve::compiler::compile(&dir, &eve::tools::builtin::CATALOG);
         match eve::dev::reload::decide(&active, build) {
             eve::dev::reload::Reload::Apply { manifest, .. } => active = *manifest,
             other => panic!("expected a reload, got {other:?}"),

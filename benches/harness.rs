@@ -83,7 +83,7 @@ fn cpu(usage: &libc::rusage) -> Duration {
 }
 
 fn report(label: &str, dir: &Path) {
-    let build = eve::compiler::compile(dir);
+    let build = eve::compiler::compile(dir, &eve::tools::builtin::CATALOG);
     let manifest = build.manifest.expect("the generated agent builds");
     let prepared =
         eve::runner::prepare(manifest, dir, &eve::runner::RunOptions::default()).unwrap();
@@ -110,10 +110,7 @@ fn report(label: &str, dir: &Path) {
     let own = cpu(&rusage(libc::RUSAGE_SELF)) - self_before;
     let tools = cpu(&rusage(libc::RUSAGE_CHILDREN)) - children_before;
     assert_eq!(outcome.steps as usize, STEPS, "{outcome:?}");
-    assert_eq!(
-        outcome.end_reason,
-        eve::harness::events::EndReason::Completed
-    );
+    assert_eq!(outcome.end_reason, eve::protocol::EndReason::Completed);
     println!(
         "  {label}: {:.3} ms eve CPU/step, {:.3} ms wall/step, {:.3} ms tool-process CPU/step ({count} events, {} KiB of NDJSON)",
         own.as_secs_f64() * 1000.0 / STEPS as f64,
@@ -157,9 +154,9 @@ fn binary(round: usize, dir: &Path) {
 
 /// A session log of `turns` turns of 10 events each (plus their messages).
 fn write_session(dir: &Path, turns: usize) -> String {
-    use eve::harness::events::{Action, EndReason, Event, EventKind, Meta};
-    use eve::providers::{Message, ToolCall, ToolResult, Usage};
-    use eve::session::Record;
+    use eve::protocol::Record;
+    use eve::protocol::{Action, EndReason, Event, EventKind, Meta};
+    use eve::protocol::{Message, ToolCall, ToolResult, Usage};
     let session_id = eve::ids::new_id("ses");
     let event = |kind| Record::Event {
         event: Event {
@@ -325,7 +322,9 @@ fn resume_benchmark(dir: &Path) {
     for _ in 0..7 {
         let _ = std::fs::remove_dir_all(eve::session::store::dir(dir));
         let id = write_session(dir, 1000);
-        let manifest = eve::compiler::compile(dir).manifest.expect("builds");
+        let manifest = eve::compiler::compile(dir, &eve::tools::builtin::CATALOG)
+            .manifest
+            .expect("builds");
         let watch = std::sync::Arc::new(Stopwatch(std::sync::Mutex::new(None)));
         let start = Instant::now();
         let (replayed, _) =
@@ -345,7 +344,7 @@ fn resume_benchmark(dir: &Path) {
             asker: None,
             approve_all: false,
         };
-        let (emitter, mut rx) = eve::harness::events::Emitter::channel();
+        let (emitter, mut rx) = eve::harness::Emitter::channel();
         let mut harness = eve::harness::Harness::resume(config, emitter, replayed).unwrap();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -359,10 +358,7 @@ fn resume_benchmark(dir: &Path) {
                     tokio_util::sync::CancellationToken::new(),
                 )
                 .await;
-            assert_eq!(
-                outcome.end_reason,
-                eve::harness::events::EndReason::Completed
-            );
+            assert_eq!(outcome.end_reason, eve::protocol::EndReason::Completed);
         });
         while rx.try_recv().is_ok() {}
         let first_request = watch.0.lock().unwrap().expect("the provider was called");

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use eve::tools::glob::GlobTool;
-use eve::tools::grep::GrepTool;
+use eve::tools::builtin::glob::GlobTool;
+use eve::tools::builtin::grep::GrepTool;
 use eve::tools::{ToolContext, ToolExec};
 use serde_json::{Value, json};
 

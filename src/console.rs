@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::harness::TurnOutcome;
-use crate::harness::events::{EndReason, Event, EventKind, InputKind, InputRequest, Resolution};
-use crate::providers::Usage;
+use crate::protocol::Usage;
+use crate::protocol::{EndReason, Event, EventKind, InputKind, InputRequest, Resolution};
 
 /// How `eve run` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -441,7 +441,7 @@ fn ask_on_terminal(request: &InputRequest) -> Option<Resolution> {
 }
 
 /// `→ name {input}`: a tool call.
-fn action_line(action: &crate::harness::events::Action) -> String {
+fn action_line(action: &crate::protocol::Action) -> String {
     match compact_input(&action.input) {
         input if input.is_empty() => format!("→ {}", action.name),
         input => format!("→ {} {input}", action.name),
@@ -463,11 +463,11 @@ fn compact_input(input: &Value) -> String {
     if text == "{}" {
         return String::new();
     }
-    crate::providers::error::shorten(&text, 200)
+    crate::text::shorten(&text, 200)
 }
 
 fn first_line(text: &str, max: usize) -> String {
-    crate::providers::error::shorten(text.lines().next().unwrap_or_default(), max)
+    crate::text::shorten(text.lines().next().unwrap_or_default(), max)
 }
 
 fn summary(output: &str) -> String {
@@ -541,7 +541,7 @@ pub fn closing_line(outcome: &TurnOutcome, elapsed: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::events::{Action, Meta};
+    use crate::protocol::{Action, Meta};
 
     fn event(kind: EventKind) -> Event {
         Event {

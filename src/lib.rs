@@ -1,5 +1,6 @@
 //! eve: build and run AI agents declared as a directory of files.
 
+pub mod catalog;
 pub mod cli;
 pub mod commands;
 pub mod compiler;
@@ -8,9 +9,12 @@ pub mod dev;
 pub mod harness;
 pub mod ids;
 pub mod manifest;
+pub mod net;
+pub mod protocol;
 pub mod providers;
 pub mod runner;
 pub mod session;
 pub mod suggest;
 pub mod sync;
+pub mod text;
 pub mod tools;

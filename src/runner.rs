@@ -7,9 +7,10 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::events::{Emitter, EndReason, Event, Resolution};
+use crate::harness::Emitter;
 use crate::harness::{self, Asker, Harness, TurnOutcome};
 use crate::manifest::Manifest;
+use crate::protocol::{EndReason, Event, Resolution};
 use crate::providers::{self, retry::RetryPolicy};
 use crate::session::replay::{self, Replayed};
 use crate::session::{SessionLog, store};

@@ -29,7 +29,7 @@ fn manifest_view(dir: &Path) -> serde_json::Value {
 fn strip(manifest: &mut serde_json::Value) {
     manifest["inputs_hash"] = "[hash]".into();
     for tool in manifest["tools"].as_array_mut().unwrap() {
-        let builtin = eve::tools::catalog::find(tool["name"].as_str().unwrap());
+        let builtin = eve::tools::builtin::CATALOG.find(tool["name"].as_str().unwrap());
         if let Some(builtin) = builtin {
             if tool["executor"]["kind"] == "builtin" {
                 if tool["description"] == builtin.description {

@@ -13,7 +13,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: `{base}` is not a folder");
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
-    let build = compiler::compile(&args.dir);
+    let build = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
     match args.format {
         Format::Json => println!("{}", render::json(&diagnostics, &base)),

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::cli::InitArgs;
-use crate::compiler::{self, model::ModelRef, render};
+use crate::compiler::{self, render};
+use crate::manifest::model::ModelRef;
 
 /// The files `eve init` writes: path in the agent directory, template text.
 const TEMPLATES: &[(&str, &str)] = &[
@@ -61,7 +62,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     }
 
     // Like mdBook's init, check our own output by building it.
-    let build = compiler::compile(dir);
+    let build = compiler::compile(dir, &crate::tools::builtin::CATALOG);
     if !build.diagnostics.is_empty() {
         let style = render::Style::for_stderr();
         for d in build.diagnostics.iter() {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::cli::{Output, RunArgs};
 use crate::compiler::{self, render};
 use crate::console::{Console, OutputMode, TerminalAsker};
-use crate::harness::events::Resolution;
+use crate::protocol::Resolution;
 use crate::runner::{self, Action, RunOptions, SessionChoice, exit};
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -61,7 +61,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::USAGE));
     }
 
-    let build = compiler::compile(&dir);
+    let build = compiler::compile(&dir, &crate::tools::builtin::CATALOG);
     let style = render::Style::for_stderr();
     for d in build.diagnostics.iter() {
         if d.severity == compiler::Severity::Error || !args.quiet {
@@ -115,21 +115,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             let fits = matches!(
                 (&pending.kind, resolution),
                 (
-                    crate::harness::events::InputKind::Question { .. },
+                    crate::protocol::InputKind::Question { .. },
                     Resolution::Answer { .. }
                 ) | (
-                    crate::harness::events::InputKind::Approval,
+                    crate::protocol::InputKind::Approval,
                     Resolution::Approved { .. } | Resolution::Denied { .. }
                 )
             );
             if !fits {
                 let wanted = match pending.kind {
-                    crate::harness::events::InputKind::Question { .. } => {
-                        "an answer: use --answer \"…\""
-                    }
-                    crate::harness::events::InputKind::Approval => {
-                        "an approval: use --approve or --deny"
-                    }
+                    crate::protocol::InputKind::Question { .. } => "an answer: use --answer \"…\"",
+                    crate::protocol::InputKind::Approval => "an approval: use --approve or --deny",
                 };
                 console.fail_early(&format!("session {session_id} waits for {wanted}"));
                 return Ok(ExitCode::from(exit::USAGE));
@@ -149,8 +145,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         (Action::Turn(_), Some(pending)) => {
             let wanted = match pending.kind {
-                crate::harness::events::InputKind::Question { .. } => "--answer \"…\"",
-                crate::harness::events::InputKind::Approval => "--approve or --deny",
+                crate::protocol::InputKind::Question { .. } => "--answer \"…\"",
+                crate::protocol::InputKind::Approval => "--approve or --deny",
             };
             console.fail_early(&format!(
                 "session {session_id} is waiting for a person (`{}` needs it): resume it with {wanted} first",

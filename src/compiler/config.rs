@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
-use super::model::{BUILTIN_PROVIDERS, ModelRef};
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
+use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef};
 use crate::manifest::{Agent, Api, Compaction, Limits, Mode, Provider, Workspace};
 use crate::suggest;
 

@@ -463,16 +463,7 @@ pub fn slash_path(path: &Path) -> String {
         .join("/")
 }
 
-/// Lower-case hex of a digest.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-}
+pub use crate::text::hex;
 
 /// `sha256:<hex>` of a text.
 pub fn sha256(text: &str) -> String {

@@ -4,7 +4,6 @@ pub mod config;
 pub mod diagnostic;
 pub mod inputs;
 pub mod instructions;
-pub mod model;
 pub mod render;
 pub mod skills;
 pub mod source;
@@ -19,6 +18,7 @@ use anyhow::Context as _;
 pub use diagnostic::{Diagnostic, Diagnostics, Severity};
 use inputs::AgentFiles;
 
+use crate::catalog::Catalog;
 use crate::manifest::{Approval, Executor, Manifest, SCHEMA_VERSION, Subagent, Tool, ToolSource};
 
 /// Timeout of a subagent tool call.
@@ -37,11 +37,11 @@ pub fn manifest_path(dir: &Path) -> PathBuf {
     dir.join(".eve").join("manifest.json")
 }
 
-/// Compiles the agent directory at `dir` in memory.
-pub fn compile(dir: &Path) -> Build {
+/// Compiles the agent directory at `dir` in memory, against the built-in tools of `catalog`.
+pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
     let files = AgentFiles::load(dir);
     let mut diagnostics = Diagnostics::default();
-    let manifest = compile_files(&files, agent_name(dir), None, &mut diagnostics);
+    let manifest = compile_files(&files, agent_name(dir), None, catalog, &mut diagnostics);
     diagnostics.sort();
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
     Build {
@@ -63,6 +63,7 @@ fn compile_files(
     files: &AgentFiles,
     name: String,
     inherited: Option<&config::Inherited>,
+    catalog: &Catalog,
     diags: &mut Diagnostics,
 ) -> Option<Manifest> {
     diags.extend(files.problems.iter().cloned());
@@ -82,7 +83,7 @@ fn compile_files(
         diags,
     );
     let skills = skills::compile(&files.skills, &files.root, diags);
-    let mut tools = tools::compile(&files.tools, &config, !skills.is_empty(), diags);
+    let mut tools = tools::compile(&files.tools, &config, !skills.is_empty(), catalog, diags);
 
     let child_inherits = config::Inherited {
         model: config.agent.model.clone(),
@@ -90,7 +91,7 @@ fn compile_files(
     };
     let mut subagents = Vec::new();
     for dir in &files.subagents {
-        if let Some(subagent) = compile_subagent(dir, &child_inherits, &tools, diags) {
+        if let Some(subagent) = compile_subagent(dir, &child_inherits, &tools, catalog, diags) {
             subagents.push(subagent);
         }
     }
@@ -147,6 +148,7 @@ fn compile_subagent(
     dir: &inputs::SubagentDir,
     inherited: &config::Inherited,
     parent_tools: &[Tool],
+    catalog: &Catalog,
     diags: &mut Diagnostics,
 ) -> Option<Subagent> {
     let mut ok = true;
@@ -175,7 +177,13 @@ fn compile_subagent(
         ok = false;
     }
     let before = diags.error_count();
-    let manifest = compile_files(&dir.files, dir.name.clone(), Some(inherited), diags)?;
+    let manifest = compile_files(
+        &dir.files,
+        dir.name.clone(),
+        Some(inherited),
+        catalog,
+        diags,
+    )?;
     let description = manifest.agent.description.clone();
     if description.is_none() && dir.files.agent_toml.is_some() {
         diags.push(

@@ -8,9 +8,9 @@ use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
 use super::source::SourceFile;
 use super::toml_reader::{self, Spanned, TableReader, TomlFile};
+use crate::catalog::{Availability, BuiltinTool, Catalog, SettingKind};
 use crate::manifest::{Api, Approval, Executor, Tool, ToolSource};
 use crate::suggest;
-use crate::tools::catalog::{self, Availability, BuiltinTool, SettingKind};
 
 /// Timeout of a custom tool that does not set `timeout_secs`.
 pub const CUSTOM_TOOL_TIMEOUT_SECS: u64 = 60;
@@ -49,6 +49,7 @@ pub fn compile(
     files: &[Loaded],
     config: &Config,
     has_skills: bool,
+    catalog: &Catalog,
     diags: &mut Diagnostics,
 ) -> Vec<Tool> {
     let mut disabled = BTreeSet::new();
@@ -60,7 +61,7 @@ pub fn compile(
             .trim_start_matches("tools/")
             .trim_end_matches(".toml")
             .to_string();
-        match compile_file(&slug, file, diags) {
+        match compile_file(&slug, file, catalog, diags) {
             Some(Request::Disable) => {
                 disabled.insert(slug);
             }
@@ -75,7 +76,7 @@ pub fn compile(
     }
 
     let mut tools = Vec::new();
-    for builtin in catalog::BUILTINS {
+    for builtin in catalog.iter() {
         if disabled.contains(builtin.name) {
             continue;
         }
@@ -154,7 +155,12 @@ fn builtin_tool(builtin: &BuiltinTool, over: Option<Override>) -> Tool {
     }
 }
 
-fn compile_file(slug: &str, file: &Loaded, diags: &mut Diagnostics) -> Option<Request> {
+fn compile_file(
+    slug: &str,
+    file: &Loaded,
+    catalog: &Catalog,
+    diags: &mut Diagnostics,
+) -> Option<Request> {
     let src = SourceFile::new(&file.display, &file.text);
     if !is_valid_slug(slug) {
         diags.push(
@@ -172,9 +178,9 @@ fn compile_file(slug: &str, file: &Loaded, diags: &mut Diagnostics) -> Option<Re
             return None;
         }
     };
-    let builtin = catalog::find(slug);
+    let builtin = catalog.find(slug);
     let mut root = toml.root();
-    let (request, check_keys) = read_tool(slug, builtin, &mut root, &file.display);
+    let (request, check_keys) = read_tool(slug, builtin, catalog, &mut root, &file.display);
     if check_keys {
         root.finish();
     }
@@ -185,6 +191,7 @@ fn compile_file(slug: &str, file: &Loaded, diags: &mut Diagnostics) -> Option<Re
 fn read_tool(
     slug: &str,
     builtin: Option<&'static BuiltinTool>,
+    catalog: &Catalog,
     root: &mut TableReader<'_>,
     display: &str,
 ) -> (Option<Request>, bool) {
@@ -194,7 +201,7 @@ fn read_tool(
         let disabled = root.bool("disabled");
         if disabled.as_ref().is_some_and(|d| d.value) {
             if builtin.is_none() {
-                unknown_tool(toml, slug, root.key_span("disabled"), "disables");
+                unknown_tool(toml, slug, root.key_span("disabled"), "disables", catalog);
                 return (None, false);
             }
             let others: Vec<&str> = keys.iter().copied().filter(|k| *k != "disabled").collect();
@@ -216,11 +223,14 @@ fn read_tool(
         .iter()
         .any(|k| root.contains(k));
     if is_custom {
-        return (read_custom(slug, root, display).map(Request::Custom), true);
+        return (
+            read_custom(slug, root, display, catalog).map(Request::Custom),
+            true,
+        );
     }
     let Some(builtin) = builtin else {
         let span = keys.first().and_then(|k| root.key_span(k));
-        unknown_tool(toml, slug, span, "overrides");
+        unknown_tool(toml, slug, span, "overrides", catalog);
         return (None, false);
     };
     let mut over = Override {
@@ -239,13 +249,19 @@ fn read_tool(
     (Some(Request::Override(over)), true)
 }
 
-fn unknown_tool(toml: &TomlFile, slug: &str, span: Option<Range<usize>>, verb: &str) {
+fn unknown_tool(
+    toml: &TomlFile,
+    slug: &str,
+    span: Option<Range<usize>>,
+    verb: &str,
+    catalog: &Catalog,
+) {
     let diagnostic = Diagnostic::error(code::UNKNOWN_TOOL, format!("unknown tool `{slug}`"))
         .at(&toml.src, span)
         .note(format!(
             "this file {verb} a built-in tool, but no built-in tool has that name"
         ));
-    let diagnostic = match suggest::closest(slug, catalog::names()) {
+    let diagnostic = match suggest::closest(slug, catalog.names()) {
         Some(s) => diagnostic.help(format!("did you mean `{s}`?")),
         None => diagnostic.help(
             "to add a new tool, give it `description`, `[input_schema]` and `command` or `[http]`",
@@ -346,7 +362,12 @@ fn read_settings(
     out
 }
 
-fn read_custom(slug: &str, root: &mut TableReader<'_>, display: &str) -> Option<Tool> {
+fn read_custom(
+    slug: &str,
+    root: &mut TableReader<'_>,
+    display: &str,
+    catalog: &Catalog,
+) -> Option<Tool> {
     let toml = root.file();
     let mut ok = true;
     let description = match root.string("description") {
@@ -394,8 +415,8 @@ fn read_custom(slug: &str, root: &mut TableReader<'_>, display: &str) -> Option<
         );
         ok = false;
     }
-    if catalog::find(slug).is_none() {
-        if let Some(near) = catalog::names().find(|b| suggest::one_edit_apart(slug, b)) {
+    if catalog.find(slug).is_none() {
+        if let Some(near) = catalog.names().find(|b| suggest::one_edit_apart(slug, b)) {
             toml.report(
                 Diagnostic::warning(
                     code::NEAR_BUILTIN,

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use crate::compiler::{self, render};
 use crate::console::{Console, OutputMode, TerminalAsker};
-use crate::harness::events::{InputKind, Resolution};
 use crate::manifest::Manifest;
+use crate::protocol::{InputKind, Resolution};
 use crate::runner::{self, Action, RunOptions, SessionChoice};
 use crate::session::{show, store};
 use reload::Reload;
@@ -70,7 +70,7 @@ struct Dev {
 /// Runs `eve dev` until `/quit` or the end of input; returns the exit code.
 pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let base = options.dir.to_string_lossy().into_owned();
-    let build = compiler::compile(&options.dir);
+    let build = compiler::compile(&options.dir, &crate::tools::builtin::CATALOG);
     print_diagnostics(&build, &base);
     let Some(active) = build.manifest else {
         eprintln!(
@@ -226,7 +226,7 @@ impl Dev {
     }
 
     fn rebuild(&mut self) {
-        let build = compiler::compile(&self.options.dir);
+        let build = compiler::compile(&self.options.dir, &crate::tools::builtin::CATALOG);
         let current = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
         let decision = reload::decide(current, build);
         self.announce(decision);
@@ -341,11 +341,7 @@ impl Dev {
             "/tools" => {
                 for tool in &self.active.tools {
                     let first = tool.description.lines().next().unwrap_or_default();
-                    eprintln!(
-                        "  {:<14} {}",
-                        tool.name,
-                        crate::providers::error::shorten(first, 90)
-                    );
+                    eprintln!("  {:<14} {}", tool.name, crate::text::shorten(first, 90));
                 }
             }
             "/skills" => {
@@ -356,12 +352,12 @@ impl Dev {
                     eprintln!(
                         "  {:<20} {}",
                         skill.name,
-                        crate::providers::error::shorten(&skill.description, 90)
+                        crate::text::shorten(&skill.description, 90)
                     );
                 }
             }
             "/reload" => {
-                let build = compiler::compile(&self.options.dir);
+                let build = compiler::compile(&self.options.dir, &crate::tools::builtin::CATALOG);
                 match reload::decide(&self.active, build) {
                     Reload::Unchanged => {
                         self.pending = None;

@@ -108,7 +108,7 @@ mod tests {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        let build = crate::compiler::compile(tmp.path());
+        let build = crate::compiler::compile(tmp.path(), &crate::tools::builtin::CATALOG);
         (tmp, build)
     }
 

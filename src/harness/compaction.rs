@@ -3,9 +3,10 @@
 
 use futures_util::StreamExt;
 
-use super::events::EventKind;
 use super::{Harness, message_chars};
-use crate::providers::{Message, ModelRequest, StreamEvent};
+use crate::protocol::EventKind;
+use crate::protocol::Message;
+use crate::providers::{ModelRequest, StreamEvent};
 
 /// The summariser's instructions (fixed).
 pub const SUMMARY_PROMPT: &str = "You compact the history of a conversation between a person and an AI agent that works with tools, so the agent can continue the task with the summary instead of the full history. Write a summary that keeps: the person's goals and requests, decisions taken and why, findings (facts, file paths, names, numbers, errors and their causes), what has been done, the open work, and any data the agent still needs. Leave out pleasantries and tool output nobody needs again. If the transcript starts with an earlier summary, carry everything in it that still matters forward. The last messages of the transcript are kept verbatim after your summary, so focus on what comes before them. Write in the same language as the conversation. Answer with the summary only.";
@@ -39,7 +40,7 @@ fn transcript(messages: &[Message]) -> String {
             }
             Message::Tool { results } => {
                 for r in results {
-                    let content = crate::providers::error::shorten(&r.content, LONG_RESULT);
+                    let content = crate::text::shorten(&r.content, LONG_RESULT);
                     let error = if r.is_error { " (error)" } else { "" };
                     out.push_str(&format!("[tool result{error}] {}\n{content}\n\n", r.name));
                 }
@@ -101,7 +102,7 @@ impl Harness {
     }
 
     fn finish_compaction(&mut self, turn_id: &str, before: u64, after: u64, summarised: bool) {
-        self.emitter.record(&crate::session::Record::Compacted {
+        self.emitter.record(&crate::protocol::Record::Compacted {
             messages: self.history.clone(),
         });
         self.emitter.emit(EventKind::CompactionCompleted {
@@ -129,7 +130,7 @@ impl Harness {
             };
             for r in results.iter_mut() {
                 if r.content.len() > LONG_RESULT {
-                    let kept = crate::providers::error::shorten(&r.content, KEPT_OF_RESULT);
+                    let kept = crate::text::shorten(&r.content, KEPT_OF_RESULT);
                     let cut = r.content.len().saturating_sub(kept.len());
                     r.content = format!(
                         "{kept}\n[older tool output shortened by compaction: {cut} characters removed]"
@@ -216,7 +217,7 @@ impl Harness {
         if !todos.is_empty() {
             text.push_str(&format!(
                 "\n\nCurrent {}",
-                crate::tools::todo::render(&todos).replacen("Todo list", "todo list", 1)
+                crate::tools::builtin::todo::render(&todos).replacen("Todo list", "todo list", 1)
             ));
         }
         let mut history = vec![Message::User { text }];
@@ -237,13 +238,13 @@ async fn complete(
     provider: &dyn crate::providers::Provider,
     request: &ModelRequest,
     retry: &crate::providers::retry::RetryPolicy,
-) -> Result<(String, crate::providers::Usage), String> {
+) -> Result<(String, crate::protocol::Usage), String> {
     let mut attempt = 0;
     loop {
         let result = async {
             let mut stream = provider.stream(request).await?;
             let mut text = String::new();
-            let mut usage = crate::providers::Usage::default();
+            let mut usage = crate::protocol::Usage::default();
             while let Some(event) = stream.next().await {
                 match event? {
                     StreamEvent::TextDelta(delta) => text.push_str(&delta),

@@ -6,7 +6,7 @@
 //! [`events`] on a channel and never prints.
 
 pub mod compaction;
-pub mod events;
+mod emitter;
 pub mod prompt;
 pub mod scheduler;
 
@@ -19,15 +19,16 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::manifest::{Manifest, Mode};
-use crate::providers::retry::RetryPolicy;
-use crate::providers::{
-    FinishReason, Message, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall,
-    ToolResult, Usage,
+use crate::protocol::{
+    Action, EndReason, EventKind, InputKind, InputRequest, Message, Record, Resolution,
+    StampRecord, ToolCall, ToolResult, Usage,
 };
+use crate::providers::retry::RetryPolicy;
+use crate::providers::{FinishReason, ModelRequest, Provider, ProviderError, StreamEvent};
 use crate::tools::registry::parse_arguments;
 use crate::tools::state::SessionState;
 use crate::tools::{Registry, ToolContext, ToolOutput};
-use events::{Action, Emitter, EndReason, EventKind, InputKind, InputRequest, Resolution};
+pub use emitter::Emitter;
 
 /// Everything a harness needs besides the conversation.
 #[derive(Debug, Clone)]
@@ -154,7 +155,7 @@ pub struct Harness {
     /// Read stamps and the todo list.
     state: Arc<SessionState>,
     /// The todo list as last written to the log.
-    logged_todos: Vec<crate::tools::state::Todo>,
+    logged_todos: Vec<crate::protocol::Todo>,
     /// The read stamps as last written to the log.
     logged_stamps: Vec<(PathBuf, crate::tools::state::Stamp)>,
     /// A parked turn and the request it waits for.
@@ -224,7 +225,7 @@ impl Harness {
             let path = dir.join(format!("{session_id}.jsonl"));
             let log = crate::session::SessionLog::open(&path)
                 .map_err(|e| format!("cannot open the session log `{}`: {e}", path.display()))?;
-            emitter = emitter.with_log(Arc::new(log));
+            emitter = emitter.with_journal(Arc::new(log));
         }
         let can_ask = config.depth == 0
             && (config.sessions_dir.is_some() || config.asker.is_some())
@@ -346,19 +347,19 @@ impl Harness {
     }
 
     fn sync(&self) {
-        if let Some(log) = self.emitter.log() {
+        if let Some(log) = self.emitter.journal() {
             log.sync();
         }
     }
 
     fn log_error(&self) -> Option<String> {
-        self.emitter.log().and_then(|log| log.error())
+        self.emitter.journal().and_then(|log| log.error())
     }
 
     /// Appends a message to the history and to the log.
     fn push(&mut self, message: Message) {
         self.appended_chars += message_chars(&message);
-        self.emitter.record(&crate::session::Record::Message {
+        self.emitter.record(&Record::Message {
             message: message.clone(),
         });
         self.history.push(message);
@@ -367,17 +368,17 @@ impl Harness {
     fn save_todos(&mut self) {
         let todos = self.state.todos();
         if todos != self.logged_todos {
-            self.emitter.record(&crate::session::Record::Todos {
+            self.emitter.record(&Record::Todos {
                 todos: todos.clone(),
             });
             self.logged_todos = todos;
         }
         let stamps = self.state.stamps();
         if stamps != self.logged_stamps {
-            self.emitter.record(&crate::session::Record::Stamps {
+            self.emitter.record(&Record::Stamps {
                 stamps: stamps
                     .iter()
-                    .map(|(path, stamp)| crate::session::StampRecord::new(path, stamp))
+                    .map(|(path, stamp)| StampRecord::new(path, stamp))
                     .collect(),
             });
             self.logged_stamps = stamps;
@@ -950,7 +951,7 @@ impl Harness {
 
     /// Whether this harness can park a turn: the top agent of a logged session.
     fn can_park(&self) -> bool {
-        self.config.depth == 0 && self.emitter.log().is_some()
+        self.config.depth == 0 && self.emitter.journal().is_some()
     }
 
     /// Runs a step's tool calls through the scheduler and appends their results: every

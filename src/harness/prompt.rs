@@ -90,7 +90,9 @@ mod tests {
             "You are {{ agent.name }} on {{ agent.model }} in {{ workspace }} ({{ env.EVE_T_VAR }}).\n{% for t in tools %}- {{ t.name }}: {{ t.description }}\n{% endfor %}",
         )
         .unwrap();
-        let manifest = crate::compiler::compile(dir.path()).manifest.unwrap();
+        let manifest = crate::compiler::compile(dir.path(), &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
         let registry = Registry::from_manifest(&manifest);
         let prompt = system_prompt(
             &manifest,

@@ -112,13 +112,7 @@ pub fn error_message(body: &str) -> String {
     shorten(body, 500)
 }
 
-/// `text` cut to at most `max` characters, with `…` when cut.
-pub fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
+pub use crate::text::shorten;
 
 /// Parses a `retry-after` header: seconds (possibly fractional) or an HTTP date.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {

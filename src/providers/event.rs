@@ -1,6 +1,8 @@
 //! Provider-neutral stream events and the errors of decoding a provider's stream.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+pub use crate::protocol::Usage;
 
 /// One piece of a model's streamed reply, the same for every provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,30 +28,6 @@ pub enum StreamEvent {
     /// The whole reply as Anthropic content blocks, sent when it holds blocks of a
     /// server-side tool (web search) that must go back to the API as they came.
     ProviderContent(Vec<serde_json::Value>),
-}
-
-/// Token counts of one model call.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub struct Usage {
-    /// Every prompt token, cached or not: the size of the context that was sent.
-    pub input_tokens: u64,
-    /// Tokens generated, reasoning included.
-    pub output_tokens: u64,
-    /// The part of `input_tokens` read from the prompt cache.
-    pub cache_read_tokens: u64,
-    /// The part of `input_tokens` written to the prompt cache.
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// Adds another call's counts to these.
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-    }
 }
 
 /// Why the model stopped generating.

@@ -1,6 +1,5 @@
 //! The HTTP providers: Anthropic's Messages API and OpenAI's Chat Completions (and every compatible server).
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -20,22 +19,6 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Error bodies longer than this are cut before they are read into memory.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// The process-wide HTTP client (rustls with ring, HTTP/2 when the server offers it).
-pub fn client() -> Result<reqwest::Client, String> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            // Err means another provider is already installed, which is just as good.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::builder()
-                .user_agent(concat!("eve/", env!("CARGO_PKG_VERSION")))
-                .connect_timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|e| format!("cannot set up the HTTP client: {e}"))
-        })
-        .clone()
-}
 
 /// A provider reached over HTTP.
 #[derive(Debug, Clone)]
@@ -67,7 +50,7 @@ impl HttpProvider {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            client: client()?,
+            client: crate::net::client()?,
         })
     }
 
@@ -117,7 +100,7 @@ impl HttpProvider {
         };
         let response = match tokio::time::timeout(self.idle_timeout, builder.send()).await {
             Ok(Ok(response)) => response,
-            Ok(Err(e)) => return Err(connect_error(error_chain(&e))),
+            Ok(Err(e)) => return Err(connect_error(crate::net::error_chain(&e))),
             Err(_) => {
                 return Err(ProviderError::Idle {
                     provider: self.name.clone(),
@@ -164,21 +147,6 @@ impl Provider for HttpProvider {
     ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
         self.open(request).boxed()
     }
-}
-
-/// An error and its causes on one line: reqwest's own message rarely says what failed.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 async fn read_capped(response: reqwest::Response, cap: usize) -> String {

@@ -24,10 +24,10 @@ use futures_util::future::BoxFuture;
 
 pub use error::ProviderError;
 pub use event::{FinishReason, StreamEvent, Usage};
-pub use request::{Message, ModelRequest, ToolCall, ToolResult, ToolSpec};
+pub use request::ModelRequest;
 pub use stream::EventStream;
 
-use crate::compiler::model::ModelRef;
+use crate::manifest::model::ModelRef;
 use crate::manifest::{self, Api};
 
 /// A model API: turns one request into a stream of events.
@@ -116,7 +116,7 @@ pub fn resolve(
                     ),
                     other => {
                         let mut known: Vec<&str> =
-                            crate::compiler::model::BUILTIN_PROVIDERS.to_vec();
+                            crate::manifest::model::BUILTIN_PROVIDERS.to_vec();
                         known.extend(providers.keys().map(String::as_str));
                         return Err(format!(
                             "unknown provider `{other}` in model `{reference}`: use one of {}, `scripted:<file>`, or declare [providers.{other}] in agent.toml",

@@ -1,93 +1,10 @@
-//! Provider-neutral conversation history and model requests.
+//! What one model call sends: the conversation (protocol types) plus the call's settings.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 
-/// One message of the conversation history, as every provider's request builder reads it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
-pub enum Message {
-    /// What the person (or a parent agent) said.
-    User { text: String },
-    /// The model's reply: its text and the tool calls it made.
-    Assistant {
-        text: String,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
-        /// The reply as Anthropic content blocks, when it holds server-tool blocks (web
-        /// search) that must go back to the API unchanged; other providers ignore it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        anthropic_blocks: Option<Vec<Value>>,
-    },
-    /// The results of the previous assistant message's tool calls, in call order.
-    Tool { results: Vec<ToolResult> },
-}
-
-impl Message {
-    /// Its size in characters (bytes of text), for token estimates at 4 a token.
-    pub fn chars(&self) -> usize {
-        match self {
-            Message::User { text } => text.len(),
-            Message::Assistant {
-                text, tool_calls, ..
-            } => {
-                text.len()
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.input.to_string().len())
-                        .sum::<usize>()
-            }
-            Message::Tool { results } => results.iter().map(|r| r.content.len() + 16).sum(),
-        }
-    }
-}
-
-/// A tool call the model made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    /// The arguments; `Value::Null` when the model sent no arguments at all.
-    pub input: Value,
-}
-
-/// The result of one tool call, sent back to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolResult {
-    pub call_id: String,
-    pub name: String,
-    pub content: String,
-    #[serde(default)]
-    pub is_error: bool,
-}
-
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-    /// A function eve runs, or a tool the provider runs itself.
-    #[serde(skip_serializing_if = "ToolKind::is_function")]
-    pub kind: ToolKind,
-}
-
-/// Who runs a tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolKind {
-    /// eve runs it and sends the result back.
-    #[default]
-    Function,
-    /// Anthropic's server-side web search: the API runs it within the reply.
-    AnthropicWebSearch,
-}
-
-impl ToolKind {
-    fn is_function(&self) -> bool {
-        *self == ToolKind::Function
-    }
-}
+pub use crate::protocol::message::{
+    EMPTY_REPLY, Message, ToolCall, ToolKind, ToolResult, ToolSpec,
+};
 
 /// Everything one model call needs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -102,6 +19,3 @@ pub struct ModelRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
 }
-
-/// A stand-in for an assistant message with neither text nor tool calls: both APIs reject empty content.
-pub const EMPTY_REPLY: &str = "(empty reply)";

@@ -19,63 +19,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-
-use crate::harness::events::Event;
-use crate::providers::Message;
-use crate::tools::state::Todo;
-
-/// One line of a session log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "record", rename_all = "snake_case")]
-pub enum Record {
-    /// An event of the run, as `--output stream-json` prints it.
-    Event { event: Event },
-    /// A message appended to the history.
-    Message { message: Message },
-    /// Compaction replaced the whole history with these messages.
-    Compacted { messages: Vec<Message> },
-    /// The todo list changed.
-    Todos { todos: Vec<Todo> },
-    /// The files read in the session (read-before-write stamps) changed: all of them.
-    Stamps { stamps: Vec<StampRecord> },
-}
-
-/// A read stamp as the log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StampRecord {
-    pub path: String,
-    /// Hex SHA-256 of the content.
-    pub sha256: String,
-    pub len: u64,
-}
-
-impl StampRecord {
-    /// The log form of a stamp.
-    pub fn new(path: &Path, stamp: &crate::tools::state::Stamp) -> StampRecord {
-        StampRecord {
-            path: path.to_string_lossy().into_owned(),
-            sha256: crate::compiler::inputs::hex(&stamp.sha256),
-            len: stamp.len,
-        }
-    }
-
-    /// Back to a stamp; `None` if the record is damaged.
-    pub fn stamp(&self) -> Option<(PathBuf, crate::tools::state::Stamp)> {
-        let bytes: Vec<u8> = (0..self.sha256.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(self.sha256.get(i..i + 2)?, 16).ok())
-            .collect::<Option<_>>()?;
-        let sha256: [u8; 32] = bytes.try_into().ok()?;
-        Some((
-            PathBuf::from(&self.path),
-            crate::tools::state::Stamp {
-                sha256,
-                len: self.len,
-            },
-        ))
-    }
-}
+pub use crate::protocol::{Journal, Record, StampRecord};
 
 /// An open session log, appended to by the harness (internally locked: shared by the
 /// tasks of one turn).
@@ -168,6 +112,20 @@ impl SessionLog {
     /// The first write error, if any.
     pub fn error(&self) -> Option<String> {
         lock(&self.error).clone()
+    }
+}
+
+impl Journal for SessionLog {
+    fn append(&self, record: &Record) {
+        SessionLog::append(self, record);
+    }
+
+    fn sync(&self) {
+        SessionLog::sync(self);
+    }
+
+    fn error(&self) -> Option<String> {
+        SessionLog::error(self)
     }
 }
 

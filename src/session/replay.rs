@@ -6,9 +6,9 @@ use std::io::Write;
 use std::path::Path;
 
 use super::Record;
-use crate::harness::events::{EndReason, Event, EventKind, InputRequest, Meta, Resolution};
-use crate::providers::{Message, ToolResult, Usage};
-use crate::tools::state::Todo;
+use crate::protocol::Todo;
+use crate::protocol::{EndReason, Event, EventKind, InputRequest, Meta, Resolution};
+use crate::protocol::{Message, ToolResult, Usage};
 
 /// A turn as the log tells it.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,7 +204,7 @@ fn apply(r: &mut Replayed, record: &Record) {
 }
 
 /// The tool calls of the last assistant message that have no results yet.
-pub fn unanswered_calls(history: &[Message]) -> Vec<crate::providers::ToolCall> {
+pub fn unanswered_calls(history: &[Message]) -> Vec<crate::protocol::ToolCall> {
     match history.last() {
         Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
         _ => Vec::new(),
@@ -271,7 +271,7 @@ pub fn apply_all(r: &mut Replayed, records: &[Record]) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::providers::ToolCall;
+    use crate::protocol::ToolCall;
     use serde_json::json;
 
     fn event(kind: EventKind) -> Record {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::Record;
 use super::replay::{self, Replayed};
-use crate::harness::events::{EndReason, Event, EventKind, InputKind, Meta, Resolution};
-use crate::providers::Message;
+use crate::protocol::Message;
+use crate::protocol::{EndReason, Event, EventKind, InputKind, Meta, Resolution};
 
 /// One line of `eve sessions list`.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +92,7 @@ pub fn read(path: &Path) -> Result<Replayed, String> {
 
 fn one_line(text: &str, max: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::providers::error::shorten(&line, max)
+    crate::text::shorten(&line, max)
 }
 
 /// A readable transcript: every message, tool call, question and answer.
@@ -117,7 +117,7 @@ pub fn transcript(r: &Replayed) -> String {
                         out.push_str(&format!(
                             "→ {} {}\n",
                             call.name,
-                            crate::providers::error::shorten(&call.input.to_string(), 200)
+                            crate::text::shorten(&call.input.to_string(), 200)
                         ));
                     }
                 }

@@ -1,24 +1,13 @@
 //! Tools the model can call: the built-in catalog, the registry a run offers, and the executors.
 
-pub mod agent;
-pub mod bash;
-pub mod catalog;
-pub mod command;
-pub mod edit_file;
+pub mod builtin;
+pub mod custom;
 pub mod files;
-pub mod glob;
-pub mod grep;
-pub mod http;
-pub mod load_skill;
 pub mod output;
 pub mod process;
-pub mod read_file;
 pub mod registry;
 pub mod state;
-pub mod todo;
-pub mod web_fetch;
 pub mod workspace;
-pub mod write_file;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -5,55 +5,23 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::agent::{AgentTool, DEFAULT_MAX_DEPTH, Target};
-use super::command::CommandTool;
-use super::http::HttpTool;
+use super::builtin::Builtin;
+use super::builtin::agent::{AgentTool, Target, max_depth};
+use super::custom::command::CommandTool;
+use super::custom::http::HttpTool;
 use super::{ToolContext, ToolExec, ToolOutput};
-use crate::harness::events::{InputKind, Unavailable};
 use crate::manifest::{self, Approval, Executor};
-use crate::providers::request::ToolKind;
-use crate::providers::{ToolCall, ToolSpec};
+use crate::protocol::{InputKind, ToolCall, ToolKind, ToolSpec, Unavailable};
 use crate::suggest;
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 
 #[derive(Debug)]
 struct Entry {
     spec: manifest::Tool,
+    /// Which built-in it is, for built-ins (overridden or not).
+    builtin: Option<Builtin>,
     validator: jsonschema::Validator,
     exec: Arc<dyn ToolExec>,
     kind: ToolKind,
-}
-
-/// `ask_question`: the harness parks the turn or asks the person; a call reaching the
-/// executor had nobody to ask.
-#[derive(Debug)]
-struct AskQuestion;
-
-impl ToolExec for AskQuestion {
-    fn call<'a>(&'a self, _input: &'a Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async {
-            ToolOutput::error(
-                "Nobody can answer questions here; decide yourself and say what you assumed.",
-            )
-        }
-        .boxed()
-    }
-}
-
-/// A tool the provider runs inside its reply (Anthropic's web search): eve never executes it.
-#[derive(Debug)]
-struct ServerTool;
-
-impl ToolExec for ServerTool {
-    fn call<'a>(&'a self, _input: &'a Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
-        async {
-            ToolOutput::error(
-                "This tool runs on the model provider's side; it cannot be called as a function.",
-            )
-        }
-        .boxed()
-    }
 }
 
 /// The executable tools of a manifest, in manifest order.
@@ -88,7 +56,14 @@ fn executor(
             body: body.clone(),
             timeout,
         })),
-        Executor::Builtin => builtin(tool, manifest),
+        Executor::Builtin => Builtin::from_name(&tool.name)
+            .ok_or_else(|| {
+                format!(
+                    "`{}` is not a built-in tool this version of eve knows",
+                    tool.name
+                )
+            })?
+            .build(tool, manifest),
         Executor::Subagent { name } => {
             let subagent = manifest
                 .subagents
@@ -107,52 +82,6 @@ fn executor(
     }
 }
 
-/// How deep agents may nest: the `agent` tool's `max_depth` setting, else the default.
-fn max_depth(manifest: &manifest::Manifest) -> u32 {
-    manifest
-        .tools
-        .iter()
-        .find(|t| t.name == "agent" && t.source != manifest::ToolSource::Custom)
-        .and_then(|t| t.settings.get("max_depth"))
-        .and_then(Value::as_u64)
-        .map_or(DEFAULT_MAX_DEPTH, |d| u32::try_from(d).unwrap_or(u32::MAX))
-}
-
-/// The executor of a built-in tool, configured by its manifest entry (settings, timeout).
-fn builtin(
-    tool: &manifest::Tool,
-    manifest: &manifest::Manifest,
-) -> Result<Arc<dyn ToolExec>, String> {
-    match tool.name.as_str() {
-        "load_skill" => Ok(Arc::new(super::load_skill::LoadSkill {
-            skills: manifest.skills.clone(),
-        })),
-        "agent" => Ok(Arc::new(AgentTool {
-            name: tool.name.clone(),
-            target: Target::Copy(Arc::new(manifest.clone())),
-            max_depth: max_depth(manifest),
-        })),
-        "todo" => Ok(Arc::new(super::todo::TodoTool)),
-        "bash" => Ok(Arc::new(super::bash::Bash::new(tool)?)),
-        "read_file" => Ok(Arc::new(super::read_file::ReadFile)),
-        "write_file" => Ok(Arc::new(super::write_file::WriteFile)),
-        "edit_file" => Ok(Arc::new(super::edit_file::EditFile)),
-        "ask_question" => Ok(Arc::new(AskQuestion)),
-        "web_fetch" => Ok(Arc::new(super::web_fetch::WebFetchTool::from_manifest(
-            tool,
-        ))),
-        "glob" => Ok(Arc::new(super::glob::GlobTool {
-            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
-        })),
-        "grep" => Ok(Arc::new(super::grep::GrepTool {
-            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
-        })),
-        other => Err(format!(
-            "`{other}` is not a built-in tool this version of eve knows"
-        )),
-    }
-}
-
 impl Registry {
     /// Builds the registry. A tool eve cannot execute is left out (never offered to the
     /// model) and listed by [`Registry::unavailable`].
@@ -168,31 +97,28 @@ impl Registry {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
         for tool in &manifest.tools {
-            if tool.name == "ask_question" && tool.executor == Executor::Builtin && !can_ask {
+            let builtin = (tool.executor == Executor::Builtin)
+                .then(|| Builtin::from_name(&tool.name))
+                .flatten();
+            if builtin == Some(Builtin::AskQuestion) && !can_ask {
                 unavailable.push(Unavailable {
                     name: tool.name.clone(),
                     reason: "a child agent cannot stop to wait for a person's answer".into(),
                 });
                 continue;
             }
-            if tool.name == "web_search" && tool.executor == Executor::Builtin {
-                if anthropic {
-                    if let Ok(validator) = jsonschema::validator_for(&tool.input_schema) {
-                        entries.push(Entry {
-                            spec: tool.clone(),
-                            validator,
-                            exec: Arc::new(ServerTool),
-                            kind: ToolKind::AnthropicWebSearch,
-                        });
-                        continue;
-                    }
+            let kind = if builtin == Some(Builtin::WebSearch) {
+                if !anthropic {
+                    unavailable.push(Unavailable {
+                        name: tool.name.clone(),
+                        reason: "only Anthropic's API hosts web search, and this model's provider is not Anthropic".into(),
+                    });
+                    continue;
                 }
-                unavailable.push(Unavailable {
-                    name: tool.name.clone(),
-                    reason: "only Anthropic's API hosts web search, and this model's provider is not Anthropic".into(),
-                });
-                continue;
-            }
+                ToolKind::AnthropicWebSearch
+            } else {
+                ToolKind::Function
+            };
             let built = executor(tool, manifest).and_then(|exec| {
                 let validator = jsonschema::validator_for(&tool.input_schema)
                     .map_err(|e| format!("its input schema is invalid: {e}"))?;
@@ -201,9 +127,10 @@ impl Registry {
             match built {
                 Ok((exec, validator)) => entries.push(Entry {
                     spec: tool.clone(),
+                    builtin,
                     validator,
                     exec,
-                    kind: ToolKind::Function,
+                    kind,
                 }),
                 Err(reason) => unavailable.push(Unavailable {
                     name: tool.name.clone(),
@@ -296,7 +223,7 @@ impl Registry {
     pub fn needs_input(&self, call: &ToolCall) -> Option<InputKind> {
         self.check(call).ok()?;
         let entry = self.entry(&call.name)?;
-        if entry.spec.name == "ask_question" && entry.spec.executor == Executor::Builtin {
+        if entry.builtin == Some(Builtin::AskQuestion) {
             let question = call.input.get("question")?.as_str()?.to_string();
             let options = call
                 .input
@@ -379,6 +306,7 @@ mod tests {
     fn manifest() -> manifest::Manifest {
         let build = crate::compiler::compile(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("example-agent"),
+            &crate::tools::builtin::CATALOG,
         );
         build.manifest.unwrap()
     }

@@ -5,40 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-
-/// What `read_file` saw of a file: the SHA-256 of its content and its length in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    pub sha256: [u8; 32],
-    pub len: u64,
-}
-
-impl Stamp {
-    /// The stamp of `bytes`.
-    pub fn of(bytes: &[u8]) -> Stamp {
-        Stamp {
-            sha256: Sha256::digest(bytes).into(),
-            len: bytes.len() as u64,
-        }
-    }
-}
-
-/// One item of the todo list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Todo {
-    pub content: String,
-    pub status: TodoStatus,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Completed,
-}
+pub use crate::protocol::{Stamp, Todo, TodoStatus};
 
 /// Tool state of one session, shared by every call of the session.
 #[derive(Debug, Default)]

@@ -2,10 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
-use crate::ids;
-use crate::providers::Usage;
+use super::Usage;
 
 /// One event: what happened (`type` + `data`) and when (`meta`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -290,104 +288,29 @@ impl EventKind {
     }
 }
 
-/// Where the harness sends its events. It never prints; a closed receiver is not an error.
-#[derive(Debug, Clone)]
-pub struct Emitter {
-    tx: mpsc::UnboundedSender<Event>,
-    /// A child agent's session id, stamped on each of its events.
-    session_id: Option<String>,
-    /// The session log every event but the streamed deltas is appended to.
-    log: Option<std::sync::Arc<crate::session::SessionLog>>,
-}
-
-impl Emitter {
-    /// An emitter and the receiving end of its channel.
-    pub fn channel() -> (Emitter, mpsc::UnboundedReceiver<Event>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (
-            Emitter {
-                tx,
-                session_id: None,
-                log: None,
-            },
-            rx,
-        )
-    }
-
-    /// The same channel, for a child agent's events: each carries `meta.session_id`.
-    pub fn for_child(&self, session_id: &str) -> Emitter {
-        Emitter {
-            tx: self.tx.clone(),
-            session_id: Some(session_id.to_string()),
-            log: None,
-        }
-    }
-
-    /// The same channel, also writing to `log`.
-    pub fn with_log(&self, log: std::sync::Arc<crate::session::SessionLog>) -> Emitter {
-        Emitter {
-            tx: self.tx.clone(),
-            session_id: self.session_id.clone(),
-            log: Some(log),
-        }
-    }
-
-    /// The session log, if this emitter writes one.
-    pub fn log(&self) -> Option<&crate::session::SessionLog> {
-        self.log.as_deref()
-    }
-
-    /// Appends a record to the session log (if any); not sent to the channel.
-    pub fn record(&self, record: &crate::session::Record) {
-        if let Some(log) = &self.log {
-            log.append(record);
-        }
-    }
-
-    /// Stamps `kind` with a new id and the current time and sends it.
-    pub fn emit(&self, kind: EventKind) {
-        let event = Event {
-            kind,
-            meta: Meta {
-                id: ids::new_id("evt"),
-                at: ids::now_rfc3339(),
-                session_id: self.session_id.clone(),
-            },
-        };
-        if let Some(log) = &self.log
-            && !matches!(
-                event.kind,
-                EventKind::MessageAppended { .. } | EventKind::ReasoningAppended { .. }
-            )
-        {
-            log.append(&crate::session::Record::Event {
-                event: event.clone(),
-            });
-        }
-        let _ = self.tx.send(event);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn events_serialise_as_type_data_meta_and_back() {
-        let (emitter, mut rx) = Emitter::channel();
-        emitter.emit(EventKind::StepStarted {
-            turn_id: "turn_1".into(),
-            step: 2,
-        });
-        let event = rx.try_recv().unwrap();
+        let event = Event {
+            kind: EventKind::StepStarted {
+                turn_id: "turn_1".into(),
+                step: 2,
+            },
+            meta: Meta {
+                id: "evt_1".into(),
+                at: "2026-01-01T00:00:00.000Z".into(),
+                session_id: None,
+            },
+        };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["type"], "step.started");
         assert_eq!(
             json["data"],
             serde_json::json!({"turn_id": "turn_1", "step": 2})
         );
-        assert!(json["meta"]["id"].as_str().unwrap().starts_with("evt_"));
-        assert!(json["meta"]["at"].as_str().unwrap().ends_with('Z'));
         assert_eq!(json.as_object().unwrap().len(), 3);
         let back: Event = serde_json::from_value(json).unwrap();
         assert_eq!(back, event);

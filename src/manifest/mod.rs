@@ -1,5 +1,7 @@
 //! The manifest: a compiled agent directory, everything a run needs (serde types).
 
+pub mod model;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

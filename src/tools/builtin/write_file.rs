@@ -5,9 +5,43 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::files::{check_fresh, count_lines, lines, write_atomic};
-use super::state::Stamp;
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::tools::files::{check_fresh, count_lines, lines, write_atomic};
+use crate::tools::state::Stamp;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::catalog::{Availability, BuiltinTool};
+
+/// What the model is told about `write_file`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "write_file",
+    description: "Writes a file in the workspace, replacing its whole content, and creates \
+        any missing parent folders. The write is atomic: the file ends up with either its old \
+        content or the new one, never a mix. An existing file must have been read with \
+        read_file first and must not have changed since; otherwise the write is refused and \
+        you need to read it again. A new file needs no prior read. To change part of an \
+        existing file, prefer edit_file, which sends only the changed text and cannot \
+        accidentally drop the rest. Do not create files the task does not need, such as \
+        notes or documentation nobody asked for. Prefer this over echo or heredoc \
+        redirection in bash.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file to write, relative to the workspace root (an absolute path inside the workspace is also accepted)."
+            },
+            "content": {
+                "type": "string",
+                "description": "The complete new content of the file."
+            }
+        },
+        "required": ["path", "content"],
+        "additionalProperties": false
+    }"#,
+    read_only: false,
+    timeout_secs: 30,
+    settings: &[],
+    availability: Availability::Always,
+};
 
 #[derive(Debug, Deserialize)]
 struct Input {
@@ -66,11 +100,16 @@ impl ToolExec for WriteFile {
     }
 }
 
+/// `write_file` for an agent, configured by its manifest entry.
+pub fn build(_tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(WriteFile))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::tools::read_file::ReadFile;
+    use crate::tools::builtin::read_file::ReadFile;
     use serde_json::json;
 
     fn setup() -> (tempfile::TempDir, ToolContext) {

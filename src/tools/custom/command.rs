@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::process::{self, End};
-use super::{ToolContext, ToolExec, ToolOutput};
+use crate::tools::process::{self, End};
+use crate::tools::{ToolContext, ToolExec, ToolOutput};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use minijinja::{Environment, UndefinedBehavior};

@@ -6,8 +6,37 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::manifest::Skill;
+use crate::catalog::{Availability, BuiltinTool};
+
+/// What the model is told about `load_skill`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "load_skill",
+    description: "Loads one of this agent's skills by name and returns its instructions \
+        together with the paths of its resource files. The available skills and when each \
+        applies are listed in your instructions; when a task matches a skill's description, \
+        load it before starting the work and follow what it says. Resource files are not \
+        included in the result; read the ones the instructions point to with read_file. A \
+        skill stays loaded for the rest of the conversation, so there is no need to load it \
+        twice. An unknown name comes back as an error.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
+                "description": "The skill's name, exactly as listed in your instructions."
+            }
+        },
+        "required": ["name"],
+        "additionalProperties": false
+    }"#,
+    read_only: true,
+    timeout_secs: 10,
+    settings: &[],
+    availability: Availability::WithSkills,
+};
 
 #[derive(Debug, Deserialize)]
 struct Input {
@@ -49,7 +78,7 @@ impl LoadSkill {
         };
         let hash = format!(
             "sha256:{}",
-            crate::compiler::inputs::hex(&Sha256::digest(body.as_bytes()))
+            crate::text::hex(&Sha256::digest(body.as_bytes()))
         );
         if hash != skill.body_hash {
             return ToolOutput::error(format!(
@@ -81,6 +110,13 @@ impl ToolExec for LoadSkill {
     }
 }
 
+/// `load_skill` for an agent, configured by its manifest entry.
+pub fn build(_tool: &crate::manifest::Tool, manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(LoadSkill {
+        skills: manifest.skills.clone(),
+    }))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -93,7 +129,7 @@ mod tests {
             .join("example-agent")
             .canonicalize()
             .unwrap();
-        let manifest = crate::compiler::compile(&dir).manifest.unwrap();
+        let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG).manifest.unwrap();
         let tool = LoadSkill {
             skills: manifest.skills.clone(),
         };
@@ -144,7 +180,7 @@ mod tests {
             "---\ndescription: Fix things\n---\nStep one.\n",
         )
         .unwrap();
-        let manifest = crate::compiler::compile(&dir).manifest.unwrap();
+        let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG).manifest.unwrap();
         let tool = LoadSkill {
             skills: manifest.skills,
         };

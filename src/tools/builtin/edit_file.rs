@@ -5,9 +5,53 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::files::{check_fresh, write_atomic};
-use super::state::Stamp;
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::tools::files::{check_fresh, write_atomic};
+use crate::tools::state::Stamp;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::catalog::{Availability, BuiltinTool};
+
+/// What the model is told about `edit_file`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "edit_file",
+    description: "Edits a file by exact string replacement: old_string must match the file's \
+        text exactly, including whitespace and indentation, and is replaced by new_string. \
+        Copy old_string from read_file's output without the line-number prefix. The edit \
+        fails if old_string is not found, if it occurs more than once (include more \
+        surrounding lines to make it unique, or set replace_all to change every occurrence), \
+        or if new_string equals old_string. The file must have been read with read_file \
+        first and must not have changed since. On success it returns a unified diff of the \
+        change. Prefer it over write_file for changes to existing files, and over sed or awk \
+        in bash. Use replace_all to rename an identifier or string throughout the file. To \
+        create a new file, use write_file.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file to edit, relative to the workspace root (an absolute path inside the workspace is also accepted)."
+            },
+            "old_string": {
+                "type": "string",
+                "description": "The exact text to replace; it must occur in the file exactly once unless replace_all is true."
+            },
+            "new_string": {
+                "type": "string",
+                "description": "The text to put in its place; it must differ from old_string."
+            },
+            "replace_all": {
+                "type": "boolean",
+                "default": false,
+                "description": "Replace every occurrence of old_string instead of requiring exactly one (default false)."
+            }
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": false
+    }"#,
+    read_only: false,
+    timeout_secs: 30,
+    settings: &[],
+    availability: Availability::Always,
+};
 
 #[derive(Debug, Deserialize)]
 struct Input {
@@ -151,11 +195,16 @@ impl ToolExec for EditFile {
     }
 }
 
+/// `edit_file` for an agent, configured by its manifest entry.
+pub fn build(_tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(EditFile))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::tools::read_file::ReadFile;
+    use crate::tools::builtin::read_file::ReadFile;
     use serde_json::json;
 
     async fn setup(content: &str) -> (tempfile::TempDir, ToolContext) {

@@ -18,7 +18,40 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::catalog::{Availability, BuiltinTool};
+
+/// What the model is told about `glob`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "glob",
+    description: "Finds files whose paths match a glob pattern, such as `**/*.rs` or \
+        `src/**/test_*.py`, and returns their paths relative to the workspace root, most \
+        recently modified first. The pattern is matched against paths relative to path (a \
+        folder, default the workspace root). It honours .gitignore, so ignored files and \
+        folders such as target/ or node_modules/ are skipped. The number of results is \
+        capped; if the list is cut, narrow the pattern or the folder. Use it to find files by \
+        name; use grep to find files by their content. Prefer it over find or ls in bash. \
+        Several searches in the same step run in parallel.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "pattern": {
+                "type": "string",
+                "description": "The glob pattern to match file paths against, e.g. src/**/*.rs or **/*.{ts,tsx}."
+            },
+            "path": {
+                "type": "string",
+                "description": "The folder to search in, relative to the workspace root (an absolute path inside the workspace is also accepted). Omit it to search the whole workspace."
+            }
+        },
+        "required": ["pattern"],
+        "additionalProperties": false
+    }"#,
+    read_only: true,
+    timeout_secs: 30,
+    settings: &[],
+    availability: Availability::Always,
+};
 
 /// At most this many paths are listed.
 pub const MAX_RESULTS: usize = 100;
@@ -204,7 +237,7 @@ fn relative_pattern(pattern: &str, workspace: &Path, folder: &Path) -> Result<St
         } else if inside(workspace).is_some() {
             return Err(format!(
                 "the pattern `{pattern}` is not inside the folder searched (`{}`): make it relative to that folder, or pass its folder as path",
-                super::workspace::display(workspace, folder)
+                crate::tools::workspace::display(workspace, folder)
             ));
         } else {
             return Err(format!(
@@ -353,6 +386,13 @@ impl<S: Send, V> Drop for Visitor<'_, S, V> {
                 .push(state);
         }
     }
+}
+
+/// `glob` for an agent, configured by its manifest entry.
+pub fn build(tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(GlobTool {
+        timeout: std::time::Duration::from_secs(tool.timeout_secs.max(1)),
+    }))
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use futures_util::{FutureExt, StreamExt};
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Value, json};
 
-use super::output::Captured;
-use super::{ToolContext, ToolExec, ToolOutput};
+use crate::tools::output::Captured;
+use crate::tools::{ToolContext, ToolExec, ToolOutput};
 
 /// Bytes of a response body an HTTP tool returns at most.
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -85,7 +85,7 @@ impl HttpTool {
             Ok(request) => request,
             Err(e) => return ToolOutput::error(e),
         };
-        let client = match crate::providers::http::client() {
+        let client = match crate::net::client() {
             Ok(client) => client,
             Err(e) => return ToolOutput::error(e),
         };

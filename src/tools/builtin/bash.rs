@@ -9,9 +9,61 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::process;
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::tools::process;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::manifest;
+use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
+
+/// What the model is told about `bash`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "bash",
+    description: "Runs a shell command with `bash -c` in the workspace root and returns its exit \
+        code, stdout and stderr. The command runs in its own process group and is killed when \
+        it exceeds timeout_secs (default 120, at most 600). Each call starts a fresh shell: \
+        `cd` and exported variables do not carry over to the next call, so chain dependent \
+        commands with `&&` in one call. Long output is truncated, keeping its beginning and \
+        its end. Provider API keys are removed from the environment. Use it for builds, \
+        tests, git, package managers and other programs. Do not use it to find, read or edit \
+        files: prefer glob over find or ls, grep over grep or rg, read_file over cat, head or \
+        tail, and edit_file or write_file over sed, awk or echo redirection. Avoid commands \
+        that wait for input or never exit (servers, watchers, editors, pagers); they hang \
+        until the timeout. Some commands may require a person's approval first or be refused \
+        by the agent's configuration; a refusal comes back as an error.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "description": "The command line to run with bash -c in the workspace root."
+            },
+            "timeout_secs": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 600,
+                "default": 120,
+                "description": "Seconds after which the command is killed (1 to 600, default 120). Raise it only for commands known to be slow, such as full builds or test suites."
+            }
+        },
+        "required": ["command"],
+        "additionalProperties": false
+    }"#,
+    read_only: false,
+    timeout_secs: 600,
+    settings: &[
+        Setting {
+            name: "allow",
+            kind: SettingKind::StringList,
+            description: "glob patterns over the command line that run without asking, even \
+                when approval = \"always\"",
+        },
+        Setting {
+            name: "deny",
+            kind: SettingKind::StringList,
+            description: "glob patterns over the command line that are refused",
+        },
+    ],
+    availability: Availability::Always,
+};
 
 /// Seconds a command may run when the model does not say.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -376,3 +428,9 @@ mod tests {
         assert!(!tool.approved_by_policy(&json!({"command": "git status > /etc/x"})));
     }
 }
+
+/// `bash` for an agent, configured by its manifest entry.
+pub fn build(tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(Bash::new(tool)?))
+}
+

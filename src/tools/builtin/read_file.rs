@@ -9,8 +9,51 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::state::Stamp;
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::tools::state::Stamp;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::catalog::{Availability, BuiltinTool};
+
+/// What the model is told about `read_file`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "read_file",
+    description: "Reads a text file from the workspace and returns its lines numbered like \
+        `cat -n` (line number, a tab, then the line). By default it returns the first 2000 \
+        lines; for longer files pass offset (the 1-based line to start at) and limit (how \
+        many lines) to read the rest in pieces. Lines longer than 2000 characters are cut. \
+        Binary files are refused, and it reads files, not folders (use glob to list a \
+        folder). Reading records the file's current content: write_file and edit_file on an \
+        existing file require that it was read with this tool first and has not changed \
+        since. The line-number prefix is not part of the file; never copy it into \
+        edit_file's old_string or new_string. Prefer this over cat, head or tail in bash. \
+        When you need several files, read them all in the same step; the reads run in \
+        parallel.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file to read, relative to the workspace root (an absolute path inside the workspace is also accepted)."
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "The 1-based line number to start reading at. Omit it to start at the first line."
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 2000,
+                "description": "The maximum number of lines to return (default 2000)."
+            }
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    }"#,
+    read_only: true,
+    timeout_secs: 30,
+    settings: &[],
+    availability: Availability::Always,
+};
 
 /// Lines returned when the model gives no `limit`.
 pub const DEFAULT_LIMIT: u64 = 2000;
@@ -163,6 +206,11 @@ impl ToolExec for ReadFile {
         }
         .boxed()
     }
+}
+
+/// `read_file` for an agent, configured by its manifest entry.
+pub fn build(_tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(ReadFile))
 }
 
 #[cfg(test)]

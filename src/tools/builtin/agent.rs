@@ -9,9 +9,45 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
-use crate::harness::events::EndReason;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::protocol::EndReason;
 use crate::manifest::Manifest;
+use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
+
+/// What the model is told about `agent`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "agent",
+    description: "Runs a copy of this agent on a task and returns its final answer. The copy \
+        starts with a fresh, empty history and sees nothing of this conversation, so task \
+        must be complete and self-contained: the goal, the relevant paths and facts you \
+        already know, any constraints, and what its final answer should contain. It has the \
+        same tools and works in the same workspace, so the files it changes are changed for \
+        you too. Use it to delegate a separable piece of work, such as a broad search or an \
+        investigation whose details you do not need to keep in your own context. Do not use \
+        it for what one glob, grep or read_file call would answer. Its answer is shown to \
+        you, not to the person, so pass on what matters. Agents can nest only a few levels \
+        deep, and one call may take up to an hour.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "task": {
+                "type": "string",
+                "minLength": 1,
+                "description": "A complete, self-contained description of the task; the child agent sees nothing of this conversation."
+            }
+        },
+        "required": ["task"],
+        "additionalProperties": false
+    }"#,
+    read_only: false,
+    timeout_secs: 3600,
+    settings: &[Setting {
+        name: "max_depth",
+        kind: SettingKind::PositiveInt,
+        description: "how deep agents may nest (default 3)",
+    }],
+    availability: Availability::Always,
+};
 
 /// How deep agents nest unless the `agent` tool's `max_depth` setting says otherwise.
 pub const DEFAULT_MAX_DEPTH: u32 = 3;
@@ -104,4 +140,24 @@ impl ToolExec for AgentTool {
         }
         .boxed()
     }
+}
+
+/// `agent` for an agent, configured by its manifest entry.
+pub fn build(tool: &crate::manifest::Tool, manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(AgentTool {
+        name: tool.name.clone(),
+        target: Target::Copy(std::sync::Arc::new(manifest.clone())),
+        max_depth: max_depth(manifest),
+    }))
+}
+
+/// How deep agents may nest: the `agent` tool's `max_depth` setting, else the default.
+pub fn max_depth(manifest: &Manifest) -> u32 {
+    manifest
+        .tools
+        .iter()
+        .find(|t| t.name == "agent" && t.source != crate::manifest::ToolSource::Custom)
+        .and_then(|t| t.settings.get("max_depth"))
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_MAX_DEPTH, |d| u32::try_from(d).unwrap_or(u32::MAX))
 }

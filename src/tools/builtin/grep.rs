@@ -14,7 +14,69 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::glob::{blocking, compile, timed_out_note, walk_parallel, walker};
-use super::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
+use crate::catalog::{Availability, BuiltinTool};
+
+/// What the model is told about `grep`, its schema and its settings.
+pub const SPEC: BuiltinTool = BuiltinTool {
+    name: "grep",
+    description: "Searches file contents for a regular expression with ripgrep's engine and \
+        syntax (Rust regex: no look-around or backreferences; escape literal braces and \
+        parentheses, e.g. `fn main\\(`). Patterns match within a single line. It searches \
+        path (a file or folder, default the workspace root), honours .gitignore and skips \
+        binary files; glob restricts which files are searched, e.g. `*.py` or \
+        `**/*.{ts,tsx}`. output_mode chooses the answer: files_with_matches (the default) \
+        lists the paths of matching files, content shows the matching lines with their line \
+        numbers (plus context lines around each match when context is set), and count gives \
+        the number of matches per file. Results are capped; head_limit caps them lower. \
+        Start with files_with_matches to locate code, then read_file or content mode to see \
+        it. Prefer this over grep or rg in bash.",
+    input_schema: r#"{
+        "type": "object",
+        "properties": {
+            "pattern": {
+                "type": "string",
+                "description": "The regular expression to search for (Rust regex / ripgrep syntax)."
+            },
+            "path": {
+                "type": "string",
+                "description": "The file or folder to search, relative to the workspace root (an absolute path inside the workspace is also accepted). Omit it to search the whole workspace."
+            },
+            "glob": {
+                "type": "string",
+                "description": "Only search files whose paths match this glob pattern, e.g. *.rs or src/**/*.{ts,tsx}."
+            },
+            "output_mode": {
+                "type": "string",
+                "enum": ["content", "files_with_matches", "count"],
+                "default": "files_with_matches",
+                "description": "content: matching lines with line numbers; files_with_matches: paths of matching files (default); count: number of matches per file."
+            },
+            "case_insensitive": {
+                "type": "boolean",
+                "default": false,
+                "description": "Ignore case when matching (default false)."
+            },
+            "context": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 20,
+                "description": "Lines of context to show before and after each match (0 to 20); only used in content mode."
+            },
+            "head_limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Return at most this many results (lines, files or counts, depending on output_mode)."
+            }
+        },
+        "required": ["pattern"],
+        "additionalProperties": false
+    }"#,
+    read_only: true,
+    timeout_secs: 60,
+    settings: &[],
+    availability: Availability::Always,
+};
 
 /// Lines shown in content mode unless head_limit says otherwise.
 pub const MAX_CONTENT_LINES: usize = 250;
@@ -382,11 +444,18 @@ fn push_line(out: &mut String, line: &str) {
     out.push('\n');
 }
 
+/// `grep` for an agent, configured by its manifest entry.
+pub fn build(tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+    Ok(std::sync::Arc::new(GrepTool {
+        timeout: std::time::Duration::from_secs(tool.timeout_secs.max(1)),
+    }))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::tools::glob::tests::{Fixture, fixture, write};
+    use crate::tools::builtin::glob::tests::{Fixture, fixture, write};
     use serde_json::json;
 
     async fn grep(f: &Fixture, input: Value) -> ToolOutput {

@@ -1,0 +1,117 @@
+//! The provider-neutral conversation: messages, tool calls and results, the tools offered, token counts.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of the conversation history, as every provider's request builder reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// What the person (or a parent agent) said.
+    User { text: String },
+    /// The model's reply: its text and the tool calls it made.
+    Assistant {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// The reply as Anthropic content blocks, when it holds server-tool blocks (web
+        /// search) that must go back to the API unchanged; other providers ignore it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        anthropic_blocks: Option<Vec<Value>>,
+    },
+    /// The results of the previous assistant message's tool calls, in call order.
+    Tool { results: Vec<ToolResult> },
+}
+
+impl Message {
+    /// Its size in characters (bytes of text), for token estimates at 4 a token.
+    pub fn chars(&self) -> usize {
+        match self {
+            Message::User { text } => text.len(),
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
+                text.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.input.to_string().len())
+                        .sum::<usize>()
+            }
+            Message::Tool { results } => results.iter().map(|r| r.content.len() + 16).sum(),
+        }
+    }
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments; `Value::Null` when the model sent no arguments at all.
+    pub input: Value,
+}
+
+/// The result of one tool call, sent back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub name: String,
+    pub content: String,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    /// A function eve runs, or a tool the provider runs itself.
+    #[serde(skip_serializing_if = "ToolKind::is_function")]
+    pub kind: ToolKind,
+}
+
+/// Who runs a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// eve runs it and sends the result back.
+    #[default]
+    Function,
+    /// Anthropic's server-side web search: the API runs it within the reply.
+    AnthropicWebSearch,
+}
+
+impl ToolKind {
+    fn is_function(&self) -> bool {
+        *self == ToolKind::Function
+    }
+}
+
+/// A stand-in for an assistant message with neither text nor tool calls: both APIs reject empty content.
+pub const EMPTY_REPLY: &str = "(empty reply)";
+
+/// Token counts of one model call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub struct Usage {
+    /// Every prompt token, cached or not: the size of the context that was sent.
+    pub input_tokens: u64,
+    /// Tokens generated, reasoning included.
+    pub output_tokens: u64,
+    /// The part of `input_tokens` read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// The part of `input_tokens` written to the prompt cache.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another call's counts to these.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}

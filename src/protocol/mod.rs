@@ -1,0 +1,16 @@
+//! The types that cross module boundaries: events, session records, the conversation.
+//!
+//! This module depends on nothing else in eve; the compiler's manifest aside, every
+//! other module that exchanges data points at it.
+
+pub mod event;
+pub mod journal;
+pub mod message;
+pub mod record;
+
+pub use event::{
+    Action, EndReason, Event, EventKind, InputKind, InputRequest, Meta, Resolution, Unavailable,
+};
+pub use journal::Journal;
+pub use message::{Message, ToolCall, ToolKind, ToolResult, ToolSpec, Usage};
+pub use record::{Record, Stamp, StampRecord, Todo, TodoStatus};
