@@ -210,7 +210,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
             message: Message::Assistant {
                 text: "Let me check.".into(),
                 tool_calls: vec![call.clone()],
-                anthropic_blocks: None,
+                provider_blocks: None,
             },
         });
         records.push(event(EventKind::ActionsRequested {
@@ -246,6 +246,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
             step: 1,
             finish_reason: "tool_use".into(),
             usage: usage.clone(),
+            usage_reported: true,
         }));
         records.push(event(EventKind::StepStarted {
             turn_id: turn_id.clone(),
@@ -255,7 +256,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
             message: Message::Assistant {
                 text: format!("The answer is {t}."),
                 tool_calls: vec![],
-                anthropic_blocks: None,
+                provider_blocks: None,
             },
         });
         records.push(event(EventKind::StepCompleted {
@@ -263,6 +264,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
             step: 2,
             finish_reason: "stop".into(),
             usage: usage.clone(),
+            usage_reported: true,
         }));
         records.push(event(EventKind::TurnCompleted {
             turn_id: turn_id.clone(),
@@ -327,9 +329,9 @@ fn resume_benchmark(dir: &Path) {
             .expect("builds");
         let watch = std::sync::Arc::new(Stopwatch(std::sync::Mutex::new(None)));
         let start = Instant::now();
-        let (replayed, _) =
+        let (log, replayed, _) =
             eve::runner::open_session(&eve::session::store::path(dir, &id)).unwrap();
-        let config = eve::harness::Config {
+        let config = eve::harness::Setup {
             manifest: std::sync::Arc::new(manifest),
             agent_dir: dir.to_path_buf(),
             workspace: dir.to_path_buf(),
@@ -340,12 +342,13 @@ fn resume_benchmark(dir: &Path) {
             retry: Default::default(),
             hidden_env: vec![],
             depth: 0,
-            sessions_dir: Some(eve::session::store::dir(dir)),
+            journal: Some(std::sync::Arc::new(log)),
             asker: None,
             approve_all: false,
         };
         let (emitter, mut rx) = eve::harness::Emitter::channel();
-        let mut harness = eve::harness::Harness::resume(config, emitter, replayed).unwrap();
+        let mut harness =
+            eve::harness::Harness::resume(config, emitter, replayed.snapshot()).unwrap();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

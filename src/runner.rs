@@ -1,5 +1,5 @@
-//! What `eve run` does between building the manifest and printing: choose the model and
-//! workspace, set up the harness, run one turn, handle Ctrl-C.
+//! What `eve run` and `eve dev` do between building the manifest and printing: check the
+//! request, choose the model and workspace, open the session, run one turn, handle Ctrl-C.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,10 +7,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::Emitter;
-use crate::harness::{self, Asker, Harness, TurnOutcome};
+use crate::harness::{Asker, Emitter, Harness, Setup};
 use crate::manifest::Manifest;
-use crate::protocol::{EndReason, Event, Resolution};
+use crate::protocol::{EndReason, Event, InputKind, Resolution, TurnOutcome};
 use crate::providers::{self, retry::RetryPolicy};
 use crate::session::replay::{self, Replayed};
 use crate::session::{SessionLog, store};
@@ -36,6 +35,27 @@ pub enum Action {
     Resume(Resolution),
     /// Compact the session's history now.
     Compact,
+}
+
+/// Why a run could not go ahead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The arguments do not make sense together, or do not fit the session.
+    #[error("{0}")]
+    Usage(String),
+    /// Something needed for the run failed (the model, the workspace, the session log).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl RunError {
+    /// The exit code for it.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Usage(_) => exit::USAGE,
+            RunError::Failed(_) => exit::FAILED,
+        }
+    }
 }
 
 /// A harness ready to run, with the receiving end of its events.
@@ -64,14 +84,14 @@ pub struct RunOptions {
     pub asker: Option<Arc<dyn Asker>>,
 }
 
-/// Exit codes of `eve run`.
+/// Exit codes of `eve run`: the one table.
 pub mod exit {
     pub const COMPLETED: u8 = 0;
     pub const FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
-    pub const LIMIT: u8 = 4;
     /// The turn is parked on a question or an approval nobody could give here.
     pub const WAITING: u8 = 3;
+    pub const LIMIT: u8 = 4;
     /// 128 + SIGINT, as shells report a Ctrl-C.
     pub const ABORTED: u8 = 130;
 }
@@ -84,6 +104,77 @@ pub fn exit_code(end: EndReason) -> u8 {
         EndReason::Waiting => exit::WAITING,
         EndReason::Aborted => exit::ABORTED,
         EndReason::Error | EndReason::Interrupted => exit::FAILED,
+    }
+}
+
+/// Checks the flags of a run before anything is built: a message cannot go with an
+/// answer or `--compact`, and those need an existing session.
+pub fn check_flags(
+    session: &SessionChoice,
+    resolution: Option<&Resolution>,
+    compact: bool,
+    has_message: bool,
+) -> Result<(), RunError> {
+    if (resolution.is_some() || compact) && has_message {
+        return Err(RunError::Usage(
+            "a message cannot go with --answer, --approve, --deny or --compact: send it in the next run".into(),
+        ));
+    }
+    if (resolution.is_some() || compact) && *session == SessionChoice::New {
+        return Err(RunError::Usage(
+            "--answer, --approve, --deny and --compact work on a session: add --session ID or --continue".into(),
+        ));
+    }
+    if let SessionChoice::Id(id) = session
+        && id.trim().is_empty()
+    {
+        return Err(RunError::Usage("--session needs a session id".into()));
+    }
+    Ok(())
+}
+
+/// Checks that `action` fits the session: an answer for a question, a decision for an
+/// approval, no new message or compaction while a person is awaited.
+pub fn check_action(prepared: &Prepared, action: &Action) -> Result<(), RunError> {
+    let session_id = prepared.harness.session_id();
+    match (action, prepared.harness.pending()) {
+        (Action::Resume(resolution), Some(pending)) => {
+            let fits = matches!(
+                (&pending.kind, resolution),
+                (InputKind::Question { .. }, Resolution::Answer { .. })
+                    | (
+                        InputKind::Approval,
+                        Resolution::Approved { .. } | Resolution::Denied { .. }
+                    )
+            );
+            if fits {
+                return Ok(());
+            }
+            let wanted = match pending.kind {
+                InputKind::Question { .. } => "an answer: use --answer \"…\"",
+                InputKind::Approval => "an approval: use --approve or --deny",
+            };
+            Err(RunError::Usage(format!(
+                "session {session_id} waits for {wanted}"
+            )))
+        }
+        (Action::Compact, Some(_)) => Err(RunError::Usage(format!(
+            "session {session_id} is waiting for a person: answer it before compacting"
+        ))),
+        (Action::Resume(_), None) => Err(RunError::Usage(format!(
+            "session {session_id} is not waiting for an answer or an approval"
+        ))),
+        (Action::Turn(_), Some(pending)) => {
+            let wanted = match pending.kind {
+                InputKind::Question { .. } => "--answer \"…\"",
+                InputKind::Approval => "--approve or --deny",
+            };
+            Err(RunError::Usage(format!(
+                "session {session_id} is waiting for a person (`{}` needs it): resume it with {wanted} first",
+                pending.tool
+            )))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -108,15 +199,16 @@ pub fn prepare(
     manifest: Manifest,
     agent_dir: &Path,
     options: &RunOptions,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, RunError> {
     let agent_dir = agent_dir
         .canonicalize()
-        .map_err(|e| format!("`{}`: {e}", agent_dir.display()))?;
-    let workspace = workspace(&manifest, options.workspace.as_deref())?;
+        .map_err(|e| RunError::Failed(format!("`{}`: {e}", agent_dir.display())))?;
+    let workspace = workspace(&manifest, options.workspace.as_deref()).map_err(RunError::Failed)?;
     let (reference, scripted_base) = match &options.model {
         Some(model) => (
             model.clone(),
-            std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?,
+            std::env::current_dir()
+                .map_err(|e| RunError::Failed(format!("cannot read the current folder: {e}")))?,
         ),
         None => (manifest.agent.model.clone(), agent_dir.clone()),
     };
@@ -125,10 +217,12 @@ pub fn prepare(
         &manifest.agent.providers,
         &scripted_base,
         &|name| std::env::var(name).ok(),
-    )?;
+    )
+    .map_err(RunError::Failed)?;
     let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
     let hidden_env = providers::key_variables(&manifest);
-    let config = harness::Config {
+    let agent = manifest.agent.name.clone();
+    let mut setup = Setup {
         manifest: Arc::new(manifest),
         agent_dir: agent_dir.clone(),
         workspace,
@@ -139,14 +233,27 @@ pub fn prepare(
         retry: RetryPolicy::from_env(),
         hidden_env,
         depth: 0,
-        sessions_dir: options.persist.then(|| store::dir(&agent_dir)),
+        journal: None,
         asker: options.asker.clone(),
         approve_all: options.approve_all,
     };
     let (emitter, rx) = Emitter::channel();
+    let failed = |e: String| RunError::Failed(e);
     let id = match &options.session {
         SessionChoice::New => {
-            let harness = Harness::new(config, emitter)?;
+            let id = crate::ids::new_id("ses");
+            if options.persist {
+                let path = store::path(&agent_dir, &id);
+                let log = SessionLog::open(&path).map_err(|e| {
+                    failed(format!(
+                        "cannot open the session log `{}`: {e}",
+                        path.display()
+                    ))
+                })?;
+                setup.journal = Some(Arc::new(log));
+                setup.provider.bind_session(&store::dir(&agent_dir), &id);
+            }
+            let harness = Harness::new(setup, emitter, id).map_err(failed)?;
             return Ok(Prepared {
                 harness,
                 events: rx,
@@ -154,15 +261,16 @@ pub fn prepare(
             });
         }
         SessionChoice::Latest => store::latest(&agent_dir).ok_or_else(|| {
-            format!(
-                "`{}` has no session to continue yet: run it without --continue first",
-                manifest_name(&config)
-            )
+            RunError::Failed(format!(
+                "`{agent}` has no session to continue yet: run it without --continue first"
+            ))
         })?,
-        SessionChoice::Id(id) => store::find(&agent_dir, id)?,
+        SessionChoice::Id(id) => store::find(&agent_dir, id).map_err(RunError::Failed)?,
     };
-    let (replayed, repaired) = open_session(&store::path(&agent_dir, &id))?;
-    let harness = Harness::resume(config, emitter, replayed)?;
+    let (log, replayed, repaired) = open_session(&store::path(&agent_dir, &id)).map_err(failed)?;
+    setup.journal = Some(Arc::new(log));
+    setup.provider.bind_session(&store::dir(&agent_dir), &id);
+    let harness = Harness::resume(setup, emitter, replayed.snapshot()).map_err(failed)?;
     Ok(Prepared {
         harness,
         events: rx,
@@ -170,13 +278,9 @@ pub fn prepare(
     })
 }
 
-fn manifest_name(config: &harness::Config) -> String {
-    config.manifest.agent.name.clone()
-}
-
-/// Reads a session log and repairs it: a torn last line is dropped, a turn a crash
-/// left open is closed. Returns the session and what was repaired.
-pub fn open_session(path: &Path) -> Result<(Replayed, Vec<String>), String> {
+/// Opens a session log (taking its lock) and repairs it: a torn last line is dropped, a
+/// turn a crash left open is closed. Returns the open log, the session and what was repaired.
+pub fn open_session(path: &Path) -> Result<(SessionLog, Replayed, Vec<String>), String> {
     // Lock first: a torn last line is cut, and that must never be a line another
     // eve process is writing right now.
     let log = SessionLog::open(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
@@ -187,6 +291,8 @@ pub fn open_session(path: &Path) -> Result<(Replayed, Vec<String>), String> {
             path.display()
         ));
     }
+    log.adopt_length()
+        .map_err(|e| format!("`{}`: {e}", path.display()))?;
     let mut repaired = Vec::new();
     if replayed.dropped_torn_line {
         repaired.push("dropped a torn last line of the session log".to_string());
@@ -203,7 +309,7 @@ pub fn open_session(path: &Path) -> Result<(Replayed, Vec<String>), String> {
         replay::apply_all(&mut replayed, &fixes);
         repaired.push("closed the turn that was interrupted when eve stopped".to_string());
     }
-    Ok((replayed, repaired))
+    Ok((log, replayed, repaired))
 }
 
 /// Runs one turn of a new session (the common case of [`run`]).
@@ -230,21 +336,17 @@ pub async fn run(
         harness.start();
         let outcome = match action {
             Action::Turn(prompt) => harness.run_turn(prompt, cancel).await,
-            Action::Resume(resolution) => match harness.resume_turn(resolution, cancel).await {
-                Ok(outcome) => outcome,
-                Err(error) => failed(error),
-            },
+            Action::Resume(resolution) => harness
+                .resume_turn(resolution, cancel)
+                .await
+                .unwrap_or_else(TurnOutcome::failed),
             Action::Compact => match harness.compact_now().await {
                 Ok(()) => TurnOutcome {
-                    turn_id: String::new(),
                     end_reason: EndReason::Completed,
-                    result: String::new(),
                     error: None,
-                    steps: 0,
-                    usage: Default::default(),
-                    pending: None,
+                    ..TurnOutcome::failed(String::new())
                 },
-                Err(error) => failed(error),
+                Err(error) => TurnOutcome::failed(error),
             },
         };
         harness.finish(&outcome);
@@ -258,19 +360,7 @@ pub async fn run(
     }
     match turn.await {
         Ok(outcome) => outcome,
-        Err(e) => failed(format!("the turn stopped unexpectedly: {e}")),
-    }
-}
-
-fn failed(error: String) -> TurnOutcome {
-    TurnOutcome {
-        turn_id: String::new(),
-        end_reason: EndReason::Error,
-        result: String::new(),
-        error: Some(error),
-        steps: 0,
-        usage: Default::default(),
-        pending: None,
+        Err(e) => TurnOutcome::failed(format!("the turn stopped unexpectedly: {e}")),
     }
 }
 

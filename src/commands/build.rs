@@ -17,12 +17,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
     match args.format {
         Format::Json => println!("{}", render::json(&diagnostics, &base)),
-        Format::Human => {
-            let style = render::Style::for_stderr();
-            for d in &diagnostics {
-                eprintln!("{}", render::human(d, &base, style));
-            }
-        }
+        Format::Human => eprint!("{}", render::human_report(&diagnostics, &base, false)),
     }
     let Some(manifest) = build.manifest else {
         if args.format == Format::Human {

@@ -64,10 +64,10 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     // Like mdBook's init, check our own output by building it.
     let build = compiler::compile(dir, &crate::tools::builtin::CATALOG);
     if !build.diagnostics.is_empty() {
-        let style = render::Style::for_stderr();
-        for d in build.diagnostics.iter() {
-            eprintln!("{}", render::human(d, &shown, style));
-        }
+        eprint!(
+            "{}",
+            render::human_report(build.diagnostics.iter(), &shown, false)
+        );
         return Ok(ExitCode::FAILURE);
     }
     eprintln!("created agent `{name}` in {shown}");
@@ -77,7 +77,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     let arg = if shown == "." {
         String::new()
     } else {
-        format!(" {}", quote(&shown))
+        format!(" {}", crate::text::shell_word(&shown))
     };
     eprintln!(
         "\nnext:\n  eve run{arg} \"…\"   # one task (set the model's API key first)\n  eve dev{arg}       # talk to it while you edit its files"
@@ -102,12 +102,4 @@ fn is_empty(dir: &Path) -> anyhow::Result<bool> {
     let mut entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
     Ok(entries.all(|e| e.is_ok_and(|e| e.file_name() == ".git")))
-}
-
-fn quote(path: &str) -> String {
-    if path.contains([' ', '\'', '"']) {
-        format!("'{}'", path.replace('\'', "'\\''"))
-    } else {
-        path.to_string()
-    }
 }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use crate::cli::{Output, RunArgs};
 use crate::compiler::{self, render};
-use crate::console::{Console, OutputMode, TerminalAsker};
+use crate::console::{self, OutputMode, Renderer, TerminalAsker};
 use crate::protocol::Resolution;
-use crate::runner::{self, Action, RunOptions, SessionChoice, exit};
+use crate::runner::{self, Action, RunError, RunOptions, SessionChoice};
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mode = match args.output {
@@ -18,24 +18,33 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         Output::Json => OutputMode::Json,
         Output::StreamJson => OutputMode::StreamJson,
     };
-    let interactive = mode == OutputMode::Text
-        && std::io::stdin().is_terminal()
-        && std::io::stderr().is_terminal();
-    let mut console = Console::new(
-        mode,
-        args.quiet,
+    let (stdin_tty, stdout_tty, stderr_tty) = (
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
         std::io::stderr().is_terminal(),
-        std::io::stdout().lock(),
-        std::io::stderr(),
     );
     let (dir, prompt) = split_positionals(args);
     let base = dir.to_string_lossy().into_owned();
-    console.set_command(&format!("eve run {}", shell_word(&base)));
+    let options = console::Options {
+        quiet: args.quiet,
+        spinner: stderr_tty,
+        command: format!("eve run {}", crate::text::shell_word(&base)),
+        notes: true,
+        out_tty: stdout_tty,
+        err_tty: stderr_tty,
+    };
+    let mut console =
+        console::renderer(mode, &options, std::io::stdout().lock(), std::io::stderr());
+    let fail = |console: &mut Box<dyn Renderer + '_>, error: RunError| {
+        console.fail_early(&error.to_string());
+        Ok(ExitCode::from(error.exit_code()))
+    };
     if !dir.is_dir() {
-        console.fail_early(&format!("`{base}` is not a folder"));
-        return Ok(ExitCode::from(exit::USAGE));
+        return fail(
+            &mut console,
+            RunError::Usage(format!("`{base}` is not a folder")),
+        );
     }
-
     let session = match (&args.session, args.r#continue) {
         (Some(id), _) => SessionChoice::Id(id.clone()),
         (None, true) => SessionChoice::Latest,
@@ -52,43 +61,41 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    if (resolution.is_some() || args.compact) && prompt.is_some() {
-        console.fail_early("a message cannot go with --answer, --approve, --deny or --compact: send it in the next run");
-        return Ok(ExitCode::from(exit::USAGE));
-    }
-    if (resolution.is_some() || args.compact) && session == SessionChoice::New {
-        console.fail_early("--answer, --approve, --deny and --compact work on a session: add --session ID or --continue");
-        return Ok(ExitCode::from(exit::USAGE));
+    if let Err(error) = runner::check_flags(
+        &session,
+        resolution.as_ref(),
+        args.compact,
+        prompt.is_some(),
+    ) {
+        return fail(&mut console, error);
     }
 
     let build = compiler::compile(&dir, &crate::tools::builtin::CATALOG);
-    let style = render::Style::for_stderr();
-    for d in build.diagnostics.iter() {
-        if d.severity == compiler::Severity::Error || !args.quiet {
-            eprintln!("{}", render::human(d, &base, style));
-        }
-    }
+    eprint!(
+        "{}",
+        render::human_report(build.diagnostics.iter(), &base, args.quiet)
+    );
     let Some(manifest) = build.manifest else {
-        console.fail_early(&format!(
-            "could not build `{}`: fix the errors above, then run again",
-            compiler::agent_name(&dir)
-        ));
-        return Ok(ExitCode::from(exit::FAILED));
+        return fail(
+            &mut console,
+            RunError::Failed(format!(
+                "could not build `{}`: fix the errors above, then run again",
+                compiler::agent_name(&dir)
+            )),
+        );
     };
     compiler::write_manifest(&dir, &manifest)?;
 
-    let action = match (&resolution, args.compact) {
-        (Some(resolution), _) => Action::Resume(resolution.clone()),
+    let action = match (resolution, args.compact) {
+        (Some(resolution), _) => Action::Resume(resolution),
         (None, true) => Action::Compact,
         (None, false) => match read_prompt(prompt) {
             Ok(prompt) => Action::Turn(prompt),
-            Err(message) => {
-                console.fail_early(&message);
-                return Ok(ExitCode::from(exit::USAGE));
-            }
+            Err(error) => return fail(&mut console, error),
         },
     };
-    let options = RunOptions {
+    let interactive = mode == OutputMode::Text && stdin_tty && stderr_tty;
+    let run_options = RunOptions {
         model: args.model.clone(),
         max_steps: args.max_steps,
         workspace: args.workspace.clone(),
@@ -97,66 +104,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         approve_all: args.yes,
         asker: interactive.then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
     };
-    let prepared = match runner::prepare(manifest, &dir, &options) {
+    let prepared = match runner::prepare(manifest, &dir, &run_options)
+        .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))
+    {
         Ok(prepared) => prepared,
-        Err(message) => {
-            console.fail_early(&message);
-            return Ok(ExitCode::from(exit::FAILED));
-        }
+        Err(error) => return fail(&mut console, error),
     };
     if !args.quiet {
         for note in &prepared.repaired {
             eprintln!("note: {note}");
         }
     }
-    let session_id = prepared.harness.session_id().to_string();
-    match (&action, prepared.harness.pending()) {
-        (Action::Resume(resolution), Some(pending)) => {
-            let fits = matches!(
-                (&pending.kind, resolution),
-                (
-                    crate::protocol::InputKind::Question { .. },
-                    Resolution::Answer { .. }
-                ) | (
-                    crate::protocol::InputKind::Approval,
-                    Resolution::Approved { .. } | Resolution::Denied { .. }
-                )
-            );
-            if !fits {
-                let wanted = match pending.kind {
-                    crate::protocol::InputKind::Question { .. } => "an answer: use --answer \"…\"",
-                    crate::protocol::InputKind::Approval => "an approval: use --approve or --deny",
-                };
-                console.fail_early(&format!("session {session_id} waits for {wanted}"));
-                return Ok(ExitCode::from(exit::USAGE));
-            }
-        }
-        (Action::Compact, Some(_)) => {
-            console.fail_early(&format!(
-                "session {session_id} is waiting for a person: answer it before compacting"
-            ));
-            return Ok(ExitCode::from(exit::USAGE));
-        }
-        (Action::Resume(_), None) => {
-            console.fail_early(&format!(
-                "session {session_id} is not waiting for an answer or an approval"
-            ));
-            return Ok(ExitCode::from(exit::USAGE));
-        }
-        (Action::Turn(_), Some(pending)) => {
-            let wanted = match pending.kind {
-                crate::protocol::InputKind::Question { .. } => "--answer \"…\"",
-                crate::protocol::InputKind::Approval => "--approve or --deny",
-            };
-            console.fail_early(&format!(
-                "session {session_id} is waiting for a person (`{}` needs it): resume it with {wanted} first",
-                pending.tool
-            ));
-            return Ok(ExitCode::from(exit::USAGE));
-        }
-        _ => {}
-    }
-
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -168,19 +126,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     ));
     console.finish(&outcome);
     Ok(ExitCode::from(runner::exit_code(outcome.end_reason)))
-}
-
-/// Quotes a word for a shell command line when it needs it.
-fn shell_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:@".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// `eve run "question"` inside an agent directory means the current folder and that prompt.
@@ -195,7 +140,7 @@ fn split_positionals(args: &RunArgs) -> (PathBuf, Option<String>) {
 }
 
 /// The prompt from the argument, or from stdin for `-` or when stdin is not a terminal.
-fn read_prompt(argument: Option<String>) -> Result<String, String> {
+fn read_prompt(argument: Option<String>) -> Result<String, RunError> {
     let from_stdin = match &argument {
         Some(text) => text == "-",
         None => !std::io::stdin().is_terminal(),
@@ -204,16 +149,16 @@ fn read_prompt(argument: Option<String>) -> Result<String, String> {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+            .map_err(|e| RunError::Usage(format!("cannot read the prompt from stdin: {e}")))?;
         text
     } else {
         argument.unwrap_or_default()
     };
     if text.trim().is_empty() {
-        return Err(
+        return Err(RunError::Usage(
             "no prompt: pass one after the agent directory (`eve run DIR \"…\"`) or pipe it on stdin"
                 .into(),
-        );
+        ));
     }
     Ok(text)
 }

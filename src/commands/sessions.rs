@@ -1,10 +1,12 @@
 //! `eve sessions list|show|rm`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::cli::{SessionsArgs, SessionsCommand, ShowOutput};
-use crate::session::{show, store};
+use crate::console::escape::for_terminal;
+use crate::console::transcript::transcript;
+use crate::session::{self, show, store};
 
 pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
@@ -58,7 +60,18 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
             match output {
                 // A closed pipe (`| head`) just ends the output.
                 ShowOutput::Text => {
-                    let _ = write!(std::io::stdout().lock(), "{}", show::transcript(&replayed));
+                    let text = transcript(
+                        &show::header(&replayed),
+                        &replayed.records,
+                        &show::status(&replayed),
+                    );
+                    let mut out = std::io::stdout().lock();
+                    let text = if out.is_terminal() {
+                        for_terminal(&text)
+                    } else {
+                        text.as_str().into()
+                    };
+                    let _ = write!(out, "{text}");
                 }
                 ShowOutput::StreamJson => {
                     let mut out = std::io::stdout().lock();
@@ -79,7 +92,10 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            std::fs::remove_file(store::path(dir, &id))?;
+            if let Err(e) = session::remove(&store::path(dir, &id)) {
+                eprintln!("error: cannot remove session {id}: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
             // The scripted provider's place in its script, if this session used one.
             let _ = std::fs::remove_file(store::dir(dir).join(format!("{id}.scripted")));
             eprintln!("removed session {id}");

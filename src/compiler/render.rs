@@ -46,6 +46,24 @@ impl Style {
     }
 }
 
+/// Every diagnostic of a build in the compiler style, each followed by a newline, styled
+/// for stderr; with `errors_only`, warnings are left out. The one printer every command uses.
+pub fn human_report<'a>(
+    diagnostics: impl IntoIterator<Item = &'a Diagnostic>,
+    base: &str,
+    errors_only: bool,
+) -> String {
+    let style = Style::for_stderr();
+    let mut out = String::new();
+    for d in diagnostics {
+        if !errors_only || d.severity == Severity::Error {
+            out.push_str(&human(d, base, style));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Renders one diagnostic in the familiar compiler style. `base` is prefixed to its path
 /// (the agent directory as the user named it).
 pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {

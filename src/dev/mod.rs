@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::compiler::{self, render};
-use crate::console::{Console, OutputMode, TerminalAsker};
+use crate::console::{self, Renderer, TerminalAsker};
 use crate::manifest::Manifest;
 use crate::protocol::{InputKind, Resolution};
 use crate::runner::{self, Action, RunOptions, SessionChoice};
@@ -145,10 +145,10 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
 }
 
 fn print_diagnostics(build: &compiler::Build, base: &str) {
-    let style = render::Style::for_stderr();
-    for d in build.diagnostics.iter() {
-        eprintln!("{}", render::human(d, base, style));
-    }
+    eprint!(
+        "{}",
+        render::human_report(build.diagnostics.iter(), base, false)
+    );
 }
 
 /// Reads lines (with line editing and history on a terminal) and sends them, one after
@@ -237,12 +237,7 @@ impl Dev {
         match decision {
             Reload::Unchanged => {}
             Reload::Failed { diagnostics } => {
-                let style = render::Style::for_stderr();
-                let mut text = String::new();
-                for d in &diagnostics {
-                    text.push_str(&render::human(d, &self.base, style));
-                    text.push('\n');
-                }
+                let mut text = render::human_report(&diagnostics, &self.base, false);
                 text.push_str("✗ build failed: still using the last good build");
                 self.say(&text);
             }
@@ -303,15 +298,16 @@ impl Dev {
             (action, _) => action,
         };
         self.session = Some(prepared.harness.session_id().to_string());
-        let mut console = Console::new(
-            OutputMode::Text,
-            false,
-            std::io::stderr().is_terminal(),
-            std::io::stdout(),
-            std::io::stderr(),
-        );
-        console.set_command(&format!("eve run {}", self.base));
-        console.set_notes(self.turns == 0);
+        let options = console::Options {
+            quiet: false,
+            spinner: std::io::stderr().is_terminal(),
+            command: format!("eve run {}", crate::text::shell_word(&self.base)),
+            notes: self.turns == 0,
+            out_tty: std::io::stdout().is_terminal(),
+            err_tty: std::io::stderr().is_terminal(),
+        };
+        let mut console =
+            console::TextRenderer::new(&options, std::io::stdout(), std::io::stderr());
         self.turns += 1;
         let outcome = runtime.block_on(runner::run(
             prepared.harness,

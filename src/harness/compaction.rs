@@ -1,11 +1,11 @@
 //! Compaction, before a model call: shorten oversized old tool results, and if that is
-//! not enough, summarise the older history and keep a recent window.
+//! not enough, summarise the whole history and keep a recent window. The rules are
+//! functions over a history; [`Harness::maybe_compact`] applies them.
 
 use futures_util::StreamExt;
 
-use super::{Harness, message_chars};
-use crate::protocol::EventKind;
-use crate::protocol::Message;
+use super::Harness;
+use crate::protocol::{EventKind, Message, Record, Todo, Usage};
 use crate::providers::{ModelRequest, StreamEvent};
 
 /// The summariser's instructions (fixed).
@@ -20,6 +20,113 @@ const RECENT_MESSAGES: usize = 4;
 
 fn tokens(chars: usize) -> u64 {
     (chars / 4) as u64
+}
+
+/// The token estimate of the next request: the input tokens the provider last reported,
+/// plus 4 characters a token for what was appended to the history since.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Estimate {
+    pub last_input_tokens: u64,
+    pub appended_chars: usize,
+}
+
+impl Estimate {
+    /// The estimate in tokens.
+    pub fn tokens(&self) -> u64 {
+        self.last_input_tokens + tokens(self.appended_chars)
+    }
+
+    /// The provider counted a model call's input.
+    pub fn reported(&mut self, input_tokens: u64) {
+        self.last_input_tokens = input_tokens;
+        self.appended_chars = 0;
+    }
+
+    /// The provider reported no counts: the call's input is estimated from the
+    /// characters sent (system prompt, tools and history), 4 a token.
+    pub fn unreported(&mut self, sent_chars: usize) {
+        self.last_input_tokens = tokens(sent_chars);
+        self.appended_chars = 0;
+    }
+}
+
+/// The characters of a history.
+pub fn history_chars(history: &[Message]) -> usize {
+    history.iter().map(Message::chars).sum()
+}
+
+/// Cuts long tool results outside the most recent messages; returns the characters removed.
+pub fn shorten_tool_results(history: &mut [Message]) -> usize {
+    let recent_from = history.len().saturating_sub(RECENT_MESSAGES);
+    let mut removed = 0usize;
+    for message in &mut history[..recent_from] {
+        let Message::Tool { results } = message else {
+            continue;
+        };
+        for r in results.iter_mut() {
+            if r.content.len() > LONG_RESULT {
+                let kept = crate::text::shorten(&r.content, KEPT_OF_RESULT);
+                let cut = r.content.len().saturating_sub(kept.len());
+                r.content = format!(
+                    "{kept}\n[older tool output shortened by compaction: {cut} characters removed]"
+                );
+                removed += cut;
+            }
+        }
+    }
+    removed
+}
+
+/// The recent window kept verbatim after a summary: the last text messages (tool calls
+/// and results dropped) that fit in `budget` tokens; by hand (`force`), only the last two.
+pub fn recent_window(history: &[Message], budget: u64, force: bool) -> Vec<Message> {
+    let mut window: Vec<Message> = Vec::new();
+    let mut used = 0u64;
+    for message in history.iter().rev() {
+        let kept = match message {
+            Message::Tool { .. } => None,
+            Message::User { text } => Some(Message::User { text: text.clone() }),
+            Message::Assistant { text, .. } if !text.is_empty() => Some(Message::Assistant {
+                text: text.clone(),
+                tool_calls: Vec::new(),
+                provider_blocks: None,
+            }),
+            Message::Assistant { .. } => None,
+        };
+        if let Some(kept) = kept {
+            let cost = tokens(kept.chars());
+            if used + cost > budget || (force && window.len() >= 2) {
+                break;
+            }
+            used += cost;
+            window.push(kept);
+        }
+    }
+    window.reverse();
+    window
+}
+
+/// The history after compaction: the summary (with the todo list) as the first user
+/// message, the recent window, and `Continue.` when the window would end on the assistant.
+pub fn rebuild(summary: &str, todos: &[Todo], window: Vec<Message>) -> Vec<Message> {
+    let mut text = format!(
+        "This conversation was compacted to fit the context window. Summary of the earlier part:\n\n{}",
+        summary.trim()
+    );
+    if !todos.is_empty() {
+        text.push_str(&format!(
+            "\n\nCurrent {}",
+            crate::tools::builtin::todo::render(todos).replacen("Todo list", "todo list", 1)
+        ));
+    }
+    let mut history = vec![Message::User { text }];
+    history.extend(window);
+    if matches!(history.last(), Some(Message::Assistant { .. })) {
+        history.push(Message::User {
+            text: "Continue.".into(),
+        });
+    }
+    history
 }
 
 /// The older history as plain text for the summariser.
@@ -51,15 +158,14 @@ fn transcript(messages: &[Message]) -> String {
 }
 
 impl Harness {
-    /// The token estimate of the next request: the last count the provider reported,
-    /// plus 4 characters a token for what was appended since.
+    /// The token estimate of the next request.
     pub fn estimate(&self) -> u64 {
-        self.last_input_tokens + tokens(self.appended_chars)
+        self.estimate.tokens()
     }
 
     fn threshold(&self) -> u64 {
-        let limits = &self.config.manifest.agent;
-        (limits.compaction.threshold_percent * limits.limits.context_window as f64) as u64
+        let agent = &self.setup.manifest.agent;
+        (agent.compaction.threshold_percent * agent.limits.context_window as f64) as u64
     }
 
     /// Compacts when the estimate is above the threshold, or always with `force`.
@@ -71,7 +177,7 @@ impl Harness {
         }
         // A summary and one message, or a history far smaller than the threshold:
         // what is big is the prompt and the tools, which compaction cannot shrink.
-        let history_tokens = tokens(self.history.iter().map(message_chars).sum());
+        let history_tokens = tokens(history_chars(&self.history));
         if self.history.len() < 2
             || (!force && (self.history.len() <= 2 || history_tokens < threshold / 4))
         {
@@ -82,10 +188,16 @@ impl Harness {
             tokens_before: before,
             threshold,
         });
-        if !force && let Some(after) = self.shorten_tool_results() {
+        if !force {
+            let removed = shorten_tool_results(&mut self.history);
             // Judged from the provider's count minus what was removed, never from a
             // fresh character estimate of the whole history.
-            if after <= threshold {
+            let after = self
+                .estimate
+                .last_input_tokens
+                .saturating_sub(tokens(removed))
+                + tokens(self.estimate.appended_chars);
+            if removed > 0 && after <= threshold {
                 self.finish_compaction(turn_id, before, after, false);
                 return Ok(());
             }
@@ -102,7 +214,7 @@ impl Harness {
     }
 
     fn finish_compaction(&mut self, turn_id: &str, before: u64, after: u64, summarised: bool) {
-        self.emitter.record(&crate::protocol::Record::Compacted {
+        self.emitter.record(&Record::Compacted {
             messages: self.history.clone(),
         });
         self.emitter.emit(EventKind::CompactionCompleted {
@@ -113,123 +225,59 @@ impl Harness {
         });
         // The model no longer holds the files it read: writes need a fresh read.
         self.state.clear_stamps();
-        self.save_todos();
-        self.last_input_tokens = after;
-        self.appended_chars = 0;
+        self.save_tool_state();
+        self.estimate = Estimate {
+            last_input_tokens: after,
+            appended_chars: 0,
+        };
         self.sync();
     }
 
-    /// Cuts long tool results outside the recent messages. Returns the new estimate, or
-    /// `None` when nothing was long enough to cut.
-    fn shorten_tool_results(&mut self) -> Option<u64> {
-        let recent_from = self.history.len().saturating_sub(RECENT_MESSAGES);
-        let mut removed = 0usize;
-        for message in &mut self.history[..recent_from] {
-            let Message::Tool { results } = message else {
-                continue;
-            };
-            for r in results.iter_mut() {
-                if r.content.len() > LONG_RESULT {
-                    let kept = crate::text::shorten(&r.content, KEPT_OF_RESULT);
-                    let cut = r.content.len().saturating_sub(kept.len());
-                    r.content = format!(
-                        "{kept}\n[older tool output shortened by compaction: {cut} characters removed]"
-                    );
-                    removed += cut;
-                }
-            }
-        }
-        (removed > 0).then(|| {
-            self.last_input_tokens.saturating_sub(tokens(removed)) + tokens(self.appended_chars)
-        })
-    }
-
-    /// Replaces the older history with a summary and keeps a recent window of text
+    /// Replaces the history with a summary of all of it and a recent window of text
     /// messages; returns the new estimate.
     async fn summarise(&mut self, force: bool) -> Result<u64, String> {
-        let agent = &self.config.manifest.agent;
-        let context_window = agent.limits.context_window;
+        let agent = &self.setup.manifest.agent;
         // The recent window: the last text messages that fit in a tenth of the window.
-        let budget = (context_window / 10).max(1);
-        let mut window: Vec<Message> = Vec::new();
-        let mut kept_indices = Vec::new();
-        let mut used = 0u64;
-        for (i, message) in self.history.iter().enumerate().rev() {
-            let kept = match message {
-                Message::Tool { .. } => None,
-                Message::User { text } => Some(Message::User { text: text.clone() }),
-                Message::Assistant { text, .. } if !text.is_empty() => Some(Message::Assistant {
-                    text: text.clone(),
-                    tool_calls: Vec::new(),
-                    anthropic_blocks: None,
-                }),
-                Message::Assistant { .. } => None,
-            };
-            if let Some(kept) = kept {
-                let cost = tokens(message_chars(&kept));
-                // By hand, keep just the last exchange: the person asked for a small history.
-                if used + cost > budget || (force && window.len() >= 2) {
-                    break;
-                }
-                used += cost;
-                window.push(kept);
-                kept_indices.push(i);
-            }
-        }
-        window.reverse();
-        // The whole history is summarised, so nothing is lost: the window repeats only
-        // the latest text messages verbatim.
-        let source = self.history.clone();
+        let budget = (agent.limits.context_window / 10).max(1);
+        let window = recent_window(&self.history, budget, force);
         let (provider, model_id) = match &agent.compaction.model {
-            Some(model) if *model != agent.model && *model != self.config.model => {
+            Some(model) if *model != agent.model && *model != self.setup.model => {
                 let resolved = crate::providers::resolve(
                     model,
                     &agent.providers,
-                    &self.config.agent_dir,
+                    &self.setup.agent_dir,
                     &|name| std::env::var(name).ok(),
                 )?;
                 (resolved.provider, resolved.model_id)
             }
-            _ => (self.config.provider.clone(), self.config.model_id.clone()),
+            _ => (self.setup.provider.clone(), self.setup.model_id.clone()),
         };
+        // The whole history is summarised, so nothing is lost: the window repeats only
+        // the latest text messages verbatim.
         let request = ModelRequest {
             model: model_id,
             system: SUMMARY_PROMPT.to_string(),
             messages: vec![Message::User {
-                text: format!("Summarise this conversation:\n\n{}", transcript(&source)),
+                text: format!(
+                    "Summarise this conversation:\n\n{}",
+                    transcript(&self.history)
+                ),
             }],
             tools: Vec::new(),
             max_output_tokens: agent.limits.max_output_tokens.min(8192),
             temperature: Some(0.0),
         };
-        let (summary, usage) = complete(provider.as_ref(), &request, &self.config.retry)
+        let (summary, usage) = complete(provider.as_ref(), &request, &self.setup.retry)
             .await
             .map_err(|e| format!("compaction failed: {e}"))?;
         // The summariser's tokens are the session's too.
         self.usage.add(&usage);
-        let old_chars: usize = self.history.iter().map(message_chars).sum();
-        let overhead = self.last_input_tokens.saturating_sub(tokens(old_chars));
-        let mut text = format!(
-            "This conversation was compacted to fit the context window. Summary of the earlier part:\n\n{}",
-            summary.trim()
-        );
-        let todos = self.state.todos();
-        if !todos.is_empty() {
-            text.push_str(&format!(
-                "\n\nCurrent {}",
-                crate::tools::builtin::todo::render(&todos).replacen("Todo list", "todo list", 1)
-            ));
-        }
-        let mut history = vec![Message::User { text }];
-        history.extend(window);
-        if matches!(history.last(), Some(Message::Assistant { .. })) {
-            history.push(Message::User {
-                text: "Continue.".into(),
-            });
-        }
-        let new_chars: usize = history.iter().map(message_chars).sum();
-        self.history = history;
-        Ok(overhead + tokens(new_chars))
+        let overhead = self
+            .estimate
+            .last_input_tokens
+            .saturating_sub(tokens(history_chars(&self.history)));
+        self.history = rebuild(&summary, &self.state.todos(), window);
+        Ok(overhead + tokens(history_chars(&self.history)))
     }
 }
 
@@ -238,13 +286,13 @@ async fn complete(
     provider: &dyn crate::providers::Provider,
     request: &ModelRequest,
     retry: &crate::providers::retry::RetryPolicy,
-) -> Result<(String, crate::protocol::Usage), String> {
+) -> Result<(String, Usage), String> {
     let mut attempt = 0;
     loop {
         let result = async {
             let mut stream = provider.stream(request).await?;
             let mut text = String::new();
-            let mut usage = crate::protocol::Usage::default();
+            let mut usage = Usage::default();
             while let Some(event) = stream.next().await {
                 match event? {
                     StreamEvent::TextDelta(delta) => text.push_str(&delta),

@@ -208,6 +208,9 @@ pub enum EventKind {
         step: u64,
         finish_reason: String,
         usage: Usage,
+        /// `false` when the provider sent no token counts (`usage` is then zero).
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        usage_reported: bool,
     },
     /// A model call failed; `retry_in_ms` says when it is tried again, `null` if never.
     #[serde(rename = "step.failed")]
@@ -250,6 +253,14 @@ pub enum EventKind {
         error: String,
         usage: Usage,
     },
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(value: &bool) -> bool {
+    *value
 }
 
 /// A tool of the manifest that is not offered, and why.

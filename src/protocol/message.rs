@@ -14,10 +14,15 @@ pub enum Message {
         text: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
-        /// The reply as Anthropic content blocks, when it holds server-tool blocks (web
-        /// search) that must go back to the API unchanged; other providers ignore it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        anthropic_blocks: Option<Vec<Value>>,
+        /// The reply in the provider's own wire format, opaque to eve, when the provider
+        /// needs it back unchanged (a reply that holds a hosted tool's blocks); other
+        /// providers ignore it.
+        #[serde(
+            default,
+            alias = "anthropic_blocks",
+            skip_serializing_if = "Option::is_none"
+        )]
+        provider_blocks: Option<Vec<Value>>,
     },
     /// The results of the previous assistant message's tool calls, in call order.
     Tool { results: Vec<ToolResult> },
@@ -79,8 +84,8 @@ pub enum ToolKind {
     /// eve runs it and sends the result back.
     #[default]
     Function,
-    /// Anthropic's server-side web search: the API runs it within the reply.
-    AnthropicWebSearch,
+    /// A web search the provider hosts: the API runs it within the reply.
+    HostedWebSearch,
 }
 
 impl ToolKind {
@@ -109,9 +114,22 @@ pub struct Usage {
 impl Usage {
     /// Adds another call's counts to these.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        // Saturating: a hostile or broken provider must not wrap a counter round.
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+    }
+}
+
+/// The tool calls of the last assistant message that have no results yet.
+pub fn unanswered_calls(history: &[Message]) -> Vec<ToolCall> {
+    match history.last() {
+        Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
+        _ => Vec::new(),
     }
 }

@@ -7,6 +7,7 @@ pub mod event;
 pub mod journal;
 pub mod message;
 pub mod record;
+pub mod turn;
 
 pub use event::{
     Action, EndReason, Event, EventKind, InputKind, InputRequest, Meta, Resolution, Unavailable,
@@ -14,3 +15,4 @@ pub use event::{
 pub use journal::Journal;
 pub use message::{Message, ToolCall, ToolKind, ToolResult, ToolSpec, Usage};
 pub use record::{Record, Stamp, StampRecord, Todo, TodoStatus};
+pub use turn::{Parked, Snapshot, TurnOutcome};

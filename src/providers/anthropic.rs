@@ -104,14 +104,15 @@ impl AnthropicDecoder {
             "message_stop" => {
                 self.stopped = true;
                 if self.server_blocks {
-                    let blocks = std::mem::take(&mut self.raw)
+                    let blocks: Vec<Value> = std::mem::take(&mut self.raw)
                         .into_values()
                         .map(|(block, _)| block)
                         .filter(|b| {
                             !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
                         })
                         .collect();
-                    out.push(StreamEvent::ProviderContent(blocks));
+                    out.extend(server_tool_events(&blocks));
+                    out.push(StreamEvent::OpaqueReply(blocks));
                 }
             }
             "error" => {
@@ -193,6 +194,61 @@ impl AnthropicDecoder {
     }
 }
 
+/// The hosted tool calls of a reply and their results, as neutral events.
+fn server_tool_events(blocks: &[Value]) -> Vec<StreamEvent> {
+    let mut out: Vec<StreamEvent> = blocks
+        .iter()
+        .filter(|b| b["type"] == "server_tool_use")
+        .map(|b| StreamEvent::ServerToolCall {
+            id: b["id"].as_str().unwrap_or_default().to_string(),
+            name: b["name"].as_str().unwrap_or("server_tool").to_string(),
+            input: b["input"].clone(),
+        })
+        .collect();
+    for block in blocks.iter().filter(|b| {
+        b["type"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("_tool_result"))
+    }) {
+        let (output, is_error) = server_result_summary(&block["content"]);
+        out.push(StreamEvent::ServerToolResult {
+            call_id: block["tool_use_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            output,
+            is_error,
+        });
+    }
+    out
+}
+
+/// A web search result block as a short text: one `title — url` line per page, or the error.
+fn server_result_summary(content: &Value) -> (String, bool) {
+    match content {
+        Value::Array(results) => {
+            let lines: Vec<String> = results
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} — {}",
+                        r["title"].as_str().unwrap_or("(untitled)"),
+                        r["url"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect();
+            (lines.join("\n"), false)
+        }
+        other => (
+            format!(
+                "search failed: {}",
+                other["error_code"].as_str().unwrap_or("unknown error")
+            ),
+            true,
+        ),
+    }
+}
+
 fn parse<T: DeserializeOwned>(event: &str, data: &str) -> Result<T, DecodeError> {
     serde_json::from_str(data).map_err(|source| DecodeError::InvalidJson {
         event: event.to_string(),
@@ -211,6 +267,7 @@ fn finish_reason(reason: String) -> FinishReason {
         "end_turn" | "stop_sequence" => FinishReason::Stop,
         "tool_use" => FinishReason::ToolUse,
         "max_tokens" => FinishReason::MaxTokens,
+        "pause_turn" => FinishReason::Pause,
         _ => FinishReason::Other(reason),
     }
 }
@@ -347,7 +404,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
         let (role, blocks) = match message {
             Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
             Message::Assistant {
-                anthropic_blocks: Some(blocks),
+                provider_blocks: Some(blocks),
                 ..
             } if !blocks.is_empty() => ("assistant", blocks.clone()),
             Message::Assistant {
@@ -436,7 +493,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
             .iter()
             .map(|t| match t.kind {
                 ToolKind::Function => json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
-                ToolKind::AnthropicWebSearch => json!({"type": WEB_SEARCH_TOOL_TYPE, "name": t.name, "max_uses": WEB_SEARCH_MAX_USES}),
+                ToolKind::HostedWebSearch => json!({"type": WEB_SEARCH_TOOL_TYPE, "name": t.name, "max_uses": WEB_SEARCH_MAX_USES}),
             })
             .collect();
     }
@@ -765,7 +822,17 @@ data: {"type":"message_stop"}
                     cache_write_tokens: 0,
                 }),
                 StreamEvent::Finish(FinishReason::Stop),
-                StreamEvent::ProviderContent(vec![
+                StreamEvent::ServerToolCall {
+                    id: "srvtoolu_014hJH82Qum7Td6UV8gDXThB".into(),
+                    name: "web_search".into(),
+                    input: serde_json::json!({"query": "weather NYC today"}),
+                },
+                StreamEvent::ServerToolResult {
+                    call_id: "srvtoolu_014hJH82Qum7Td6UV8gDXThB".into(),
+                    output: "Weather — https://example.com".into(),
+                    is_error: false,
+                },
+                StreamEvent::OpaqueReply(vec![
                     serde_json::json!({"type": "text", "text": "I'll check."}),
                     serde_json::json!({"type": "server_tool_use", "id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB", "name": "web_search", "input": {"query": "weather NYC today"}}),
                     serde_json::json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB", "content": [{"type": "web_search_result", "title": "Weather", "url": "https://example.com", "encrypted_content": "Ev0DCioIAxgC", "page_age": null}]}),

@@ -25,9 +25,21 @@ pub enum StreamEvent {
     Usage(Usage),
     /// Why the model stopped.
     Finish(FinishReason),
-    /// The whole reply as Anthropic content blocks, sent when it holds blocks of a
-    /// server-side tool (web search) that must go back to the API as they came.
-    ProviderContent(Vec<serde_json::Value>),
+    /// A tool the provider ran itself within the reply (a hosted web search).
+    ServerToolCall {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    /// What a hosted tool returned, summarised for people.
+    ServerToolResult {
+        call_id: String,
+        output: String,
+        is_error: bool,
+    },
+    /// The whole reply in the provider's wire format, opaque to eve, when the provider
+    /// needs it back unchanged in the next request (a reply that holds hosted-tool blocks).
+    OpaqueReply(Vec<serde_json::Value>),
 }
 
 /// Why the model stopped generating.
@@ -40,6 +52,8 @@ pub enum FinishReason {
     ToolUse,
     /// The output token limit cut the reply short.
     MaxTokens,
+    /// The provider paused a long turn of hosted tools: send the reply back as it is to go on.
+    Pause,
     /// A reason eve does not know, as the provider spelled it.
     Other(String),
 }
@@ -51,6 +65,7 @@ impl FinishReason {
             FinishReason::Stop => "stop",
             FinishReason::ToolUse => "tool_use",
             FinishReason::MaxTokens => "max_tokens",
+            FinishReason::Pause => "pause_turn",
             FinishReason::Other(other) => other,
         }
     }

@@ -137,8 +137,10 @@ impl Provider for HttpProvider {
         &self.name
     }
 
-    fn speaks_anthropic(&self) -> bool {
-        self.api == Api::Anthropic
+    fn capabilities(&self) -> super::Capabilities {
+        super::Capabilities {
+            hosted_web_search: self.api == Api::Anthropic,
+        }
     }
 
     fn stream<'a>(

@@ -39,9 +39,9 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// its place in the script per session, so a resumed session gets the next reply).
     fn bind_session(&self, _sessions_dir: &Path, _session_id: &str) {}
 
-    /// Whether it speaks Anthropic's Messages API (and so hosts `web_search`).
-    fn speaks_anthropic(&self) -> bool {
-        false
+    /// What it can do beyond plain function calls.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
     }
 
     /// Sends the request; the stream yields the reply as it arrives. Errors before the
@@ -50,6 +50,13 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
         &'a self,
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<EventStream, ProviderError>>;
+}
+
+/// What a provider offers beyond the common ground of every API.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It runs a web search within its replies (Anthropic's hosted `web_search`).
+    pub hosted_web_search: bool,
 }
 
 /// Where Anthropic's API lives unless `ANTHROPIC_BASE_URL` says otherwise.

@@ -15,7 +15,7 @@ pub mod store;
 
 use crate::sync::lock;
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -23,12 +23,26 @@ pub use crate::protocol::{Journal, Record, StampRecord};
 
 /// An open session log, appended to by the harness (internally locked: shared by the
 /// tasks of one turn).
+///
+/// eve only ever appends to the file it opened, and only while that file is still the
+/// one at its path and holds exactly what eve wrote: before each write it compares the
+/// path's inode with the open file's and the file's length with what it knows. Another
+/// writer (a model's `bash`, an editor) makes the log fail instead of mixing records.
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    writer: Mutex<BufWriter<File>>,
+    inner: Mutex<Inner>,
     /// The first write error; the harness ends the turn when it sees one.
     error: Mutex<Option<String>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    file: File,
+    /// Records appended since the last sync.
+    pending: Vec<u8>,
+    /// The file's length as eve left it.
+    length: u64,
 }
 
 /// Takes an advisory lock on the log for as long as the file is open, so two eve
@@ -51,7 +65,7 @@ fn lock_exclusive(_file: &File) -> std::io::Result<()> {
 }
 
 impl SessionLog {
-    /// Opens `path` for appending, creating it (and its folder) if needed.
+    /// Opens `path` for appending, creating it (and its folder) if needed, and takes its lock.
     pub fn open(path: &Path) -> std::io::Result<SessionLog> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -63,11 +77,24 @@ impl SessionLog {
                 "another eve process is using this session; wait for it to end",
             )
         })?;
+        let length = file.metadata()?.len();
         Ok(SessionLog {
             path: path.to_path_buf(),
-            writer: Mutex::new(BufWriter::new(file)),
+            inner: Mutex::new(Inner {
+                file,
+                pending: Vec::new(),
+                length,
+            }),
             error: Mutex::new(None),
         })
+    }
+
+    /// Takes the file's current length as eve's own: after opening a log, replay may
+    /// have cut a torn line or ended the last one.
+    pub fn adopt_length(&self) -> std::io::Result<()> {
+        let mut inner = lock(&self.inner);
+        inner.length = inner.file.metadata()?.len();
+        Ok(())
     }
 
     /// The log's file.
@@ -75,37 +102,53 @@ impl SessionLog {
         &self.path
     }
 
-    /// Appends one record (buffered until the next [`SessionLog::sync`]).
+    /// Appends one record (held in memory until the next [`SessionLog::sync`]).
     pub fn append(&self, record: &Record) {
-        let result = serde_json::to_string(record)
-            .map_err(std::io::Error::other)
-            .and_then(|line| {
-                let mut writer = lock(&self.writer);
-                writer.write_all(line.as_bytes())?;
-                writer.write_all(b"\n")
-            });
-        if let Err(e) = result {
-            self.fail(e);
+        match serde_json::to_vec(record) {
+            Ok(mut line) => {
+                line.push(b'\n');
+                lock(&self.inner).pending.extend_from_slice(&line);
+            }
+            Err(e) => self.fail(&format!(
+                "cannot write the session log `{}`: {e}",
+                self.path.display()
+            )),
         }
     }
 
-    /// Writes everything buffered and asks the OS to put it on disk.
+    /// Writes what was appended and asks the OS to put it on disk, if the file is still
+    /// the one eve opened and nobody else wrote to it.
     pub fn sync(&self) {
-        let mut writer = lock(&self.writer);
-        let result = writer.flush().and_then(|()| writer.get_ref().sync_data());
-        drop(writer);
-        if let Err(e) = result {
-            self.fail(e);
+        if self.error().is_some() {
+            return;
         }
-    }
-
-    fn fail(&self, e: std::io::Error) {
-        let mut error = lock(&self.error);
-        if error.is_none() {
-            *error = Some(format!(
+        let mut inner = lock(&self.inner);
+        let result = check_same_file(&self.path, &inner).and_then(|()| {
+            let Inner {
+                file,
+                pending,
+                length,
+            } = &mut *inner;
+            if !pending.is_empty() {
+                file.write_all(pending)?;
+                *length += pending.len() as u64;
+                pending.clear();
+            }
+            file.sync_data()
+        });
+        drop(inner);
+        if let Err(e) = result {
+            self.fail(&format!(
                 "cannot write the session log `{}`: {e}",
                 self.path.display()
             ));
+        }
+    }
+
+    fn fail(&self, message: &str) {
+        let mut error = lock(&self.error);
+        if error.is_none() {
+            *error = Some(message.to_string());
         }
     }
 
@@ -113,6 +156,51 @@ impl SessionLog {
     pub fn error(&self) -> Option<String> {
         lock(&self.error).clone()
     }
+}
+
+/// Whether the open log is still the file at its path, with the length eve left it.
+fn check_same_file(path: &Path, inner: &Inner) -> std::io::Result<()> {
+    let open = inner.file.metadata()?;
+    let replaced = match std::fs::symlink_metadata(path) {
+        Ok(at_path) => !same_file(&open, &at_path),
+        Err(_) => true,
+    };
+    if replaced {
+        return Err(std::io::Error::other(
+            "another program replaced or removed it; eve stopped writing to it",
+        ));
+    }
+    if open.len() != inner.length {
+        return Err(std::io::Error::other(format!(
+            "another program changed it ({} bytes where eve wrote {}); eve stopped writing to it",
+            open.len(),
+            inner.length
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    b.is_file()
+}
+
+/// Takes the lock of a session log to delete it: refused while an eve process holds it.
+pub fn remove(path: &Path) -> std::io::Result<()> {
+    let file = OpenOptions::new().append(true).open(path)?;
+    lock_exclusive(&file).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            "an eve process is using this session right now; wait for it to end",
+        )
+    })?;
+    std::fs::remove_file(path)
 }
 
 impl Journal for SessionLog {
@@ -131,8 +219,6 @@ impl Journal for SessionLog {
 
 impl Drop for SessionLog {
     fn drop(&mut self) {
-        let writer = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
-        let _ = writer.flush();
-        let _ = writer.get_ref().sync_data();
+        self.sync();
     }
 }

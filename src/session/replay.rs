@@ -6,9 +6,10 @@ use std::io::Write;
 use std::path::Path;
 
 use super::Record;
-use crate::protocol::Todo;
-use crate::protocol::{EndReason, Event, EventKind, InputRequest, Meta, Resolution};
-use crate::protocol::{Message, ToolResult, Usage};
+use crate::protocol::{
+    EndReason, Event, EventKind, InputRequest, Message, Meta, Parked, Resolution, Snapshot, Todo,
+    ToolResult, Usage,
+};
 
 /// A turn as the log tells it.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +42,11 @@ pub struct Replayed {
     pub usage: Usage,
     /// The input tokens the provider reported for the last model call.
     pub last_input_tokens: u64,
+    /// Characters appended to the history since that call's input was counted: its
+    /// own reply and results, and everything after them.
+    pub appended_chars: usize,
+    /// Characters appended since the current step started.
+    step_chars: usize,
     /// The tokens of the last turn so far (what a resumed turn adds to).
     pub turn_usage: Usage,
     pub turns: Vec<TurnSummary>,
@@ -56,6 +62,28 @@ pub struct Replayed {
     pub records: Vec<Record>,
     /// Whether a torn last line was dropped.
     pub dropped_torn_line: bool,
+}
+
+impl Replayed {
+    /// What a harness is rebuilt from.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            session_id: self.session_id.clone(),
+            history: self.history.clone(),
+            usage: self.usage.clone(),
+            todos: self.todos.clone(),
+            stamps: self.stamps.clone(),
+            parked: self.waiting.as_ref().map(|w| Parked {
+                turn_id: w.turn_id.clone(),
+                request: w.request.clone(),
+                steps: self.turns.last().map_or(0, |t| t.steps),
+                usage: self.turn_usage.clone(),
+            }),
+            resolutions: self.resolutions.clone(),
+            last_input_tokens: self.last_input_tokens,
+            appended_chars: self.appended_chars,
+        }
+    }
 }
 
 /// Reads a log. A last line that does not parse (a write cut by a crash) is dropped
@@ -78,7 +106,9 @@ pub fn load(path: &Path) -> Result<Replayed, String> {
         if !line.iter().all(u8::is_ascii_whitespace) {
             match serde_json::from_slice::<Record>(line) {
                 Ok(record) => records.push(record),
-                Err(_) if is_last => {
+                // A torn write is not JSON; a complete record eve does not know is kept
+                // and reported, like a damaged line anywhere else.
+                Err(_) if is_last && serde_json::from_slice::<serde_json::Value>(line).is_err() => {
                     // A torn write: keep everything before it.
                     let file = std::fs::OpenOptions::new()
                         .write(true)
@@ -125,7 +155,11 @@ pub fn replay(records: Vec<Record>) -> Replayed {
 
 fn apply(r: &mut Replayed, record: &Record) {
     match record {
-        Record::Message { message } => r.history.push(message.clone()),
+        Record::Message { message } => {
+            r.appended_chars += message.chars();
+            r.step_chars += message.chars();
+            r.history.push(message.clone());
+        }
         Record::Compacted { messages } => r.history = messages.clone(),
         Record::Todos { todos } => r.todos = todos.clone(),
         Record::Stamps { stamps } => r.stamps = stamps.clone(),
@@ -163,12 +197,29 @@ fn apply(r: &mut Replayed, record: &Record) {
                 if let Some(turn) = r.turns.last_mut() {
                     turn.steps = *step;
                 }
+                r.step_chars = 0;
                 r.status = "running".into();
             }
-            EventKind::StepCompleted { usage, .. } => {
+            EventKind::StepCompleted {
+                usage,
+                usage_reported,
+                ..
+            } => {
                 r.usage.add(usage);
                 r.turn_usage.add(usage);
-                r.last_input_tokens = usage.input_tokens;
+                if *usage_reported {
+                    // The call counted what was sent; its reply and results came after.
+                    r.last_input_tokens = usage.input_tokens;
+                    r.appended_chars = r.step_chars;
+                } else {
+                    // Nothing was counted: estimate the whole history from its characters.
+                    r.last_input_tokens = 0;
+                    r.appended_chars = r.history.iter().map(Message::chars).sum();
+                }
+            }
+            EventKind::CompactionCompleted { tokens_after, .. } => {
+                r.last_input_tokens = *tokens_after;
+                r.appended_chars = 0;
             }
             EventKind::InputRequested { turn_id, request } => {
                 r.waiting = Some(Waiting {
@@ -203,13 +254,7 @@ fn apply(r: &mut Replayed, record: &Record) {
     }
 }
 
-/// The tool calls of the last assistant message that have no results yet.
-pub fn unanswered_calls(history: &[Message]) -> Vec<crate::protocol::ToolCall> {
-    match history.last() {
-        Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
-        _ => Vec::new(),
-    }
-}
+use crate::protocol::message::unanswered_calls;
 
 /// What to append to close a turn a crash left open: synthetic error results for its
 /// unanswered tool calls, then `turn.failed` with reason `interrupted`. Empty when the
@@ -320,7 +365,7 @@ mod tests {
                         name: "bash".into(),
                         input: json!({"command": "sleep 9"}),
                     }],
-                    anthropic_blocks: None,
+                    provider_blocks: None,
                 },
             },
         ]

@@ -5,7 +5,7 @@ use std::path::Path;
 use super::Record;
 use super::replay::{self, Replayed};
 use crate::protocol::Message;
-use crate::protocol::{EndReason, Event, EventKind, InputKind, Meta, Resolution};
+use crate::protocol::{EndReason, Event, EventKind, InputKind, Meta};
 
 /// One line of `eve sessions list`.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,92 +95,12 @@ fn one_line(text: &str, max: usize) -> String {
     crate::text::shorten(&line, max)
 }
 
-/// A readable transcript: every message, tool call, question and answer.
-pub fn transcript(r: &Replayed) -> String {
-    let mut out = format!(
-        "session {} · agent {} · started {}\n",
+/// The first line of `eve sessions show`.
+pub fn header(r: &Replayed) -> String {
+    format!(
+        "session {} · agent {} · started {}",
         r.session_id, r.agent, r.started_at
-    );
-    for record in &r.records {
-        match record {
-            Record::Message { message } => match message {
-                Message::User { text } => {
-                    out.push_str(&format!("\n> {}\n", text.trim_end().replace('\n', "\n> ")))
-                }
-                Message::Assistant {
-                    text, tool_calls, ..
-                } => {
-                    if !text.trim().is_empty() {
-                        out.push_str(&format!("\n{}\n", text.trim_end()));
-                    }
-                    for call in tool_calls {
-                        out.push_str(&format!(
-                            "→ {} {}\n",
-                            call.name,
-                            crate::text::shorten(&call.input.to_string(), 200)
-                        ));
-                    }
-                }
-                Message::Tool { results } => {
-                    for result in results {
-                        let mark = if result.is_error { "✗" } else { "←" };
-                        out.push_str(&format!(
-                            "  {mark} {}: {}\n",
-                            result.name,
-                            one_line(&result.content, 160)
-                        ));
-                    }
-                }
-            },
-            Record::Compacted { .. } => out.push_str("\n· the history was compacted here\n"),
-            Record::Todos { .. } | Record::Stamps { .. } => {}
-            Record::Event { event } => match &event.kind {
-                EventKind::InputRequested { request, .. } => match &request.kind {
-                    InputKind::Question { question, options } => {
-                        out.push_str(&format!("? {question}\n"));
-                        for (i, option) in options.iter().enumerate() {
-                            out.push_str(&format!("    {}. {option}\n", i + 1));
-                        }
-                    }
-                    InputKind::Approval => {
-                        out.push_str(&format!("? approve `{}` {}\n", request.tool, request.input))
-                    }
-                },
-                EventKind::InputResolved { resolution, .. } => match resolution {
-                    Resolution::Answer { text } => out.push_str(&format!("  answer: {text}\n")),
-                    Resolution::Approved { by } => out.push_str(&format!(
-                        "  approved{}\n",
-                        by.as_ref().map(|b| format!(" ({b})")).unwrap_or_default()
-                    )),
-                    Resolution::Denied { reason } => out.push_str(&format!(
-                        "  denied{}\n",
-                        reason
-                            .as_ref()
-                            .map(|r| format!(": {r}"))
-                            .unwrap_or_default()
-                    )),
-                },
-                EventKind::TurnCompleted {
-                    end_reason, steps, ..
-                } => {
-                    let steps = if *steps == 1 {
-                        "1 step".to_string()
-                    } else {
-                        format!("{steps} steps")
-                    };
-                    out.push_str(&format!("· turn {} after {steps}\n", end_reason.as_str()));
-                }
-                EventKind::TurnFailed {
-                    end_reason, error, ..
-                } => {
-                    out.push_str(&format!("· turn {}: {error}\n", end_reason.as_str()));
-                }
-                _ => {}
-            },
-        }
-    }
-    out.push_str(&format!("\nstatus: {}\n", status(r)));
-    out
+    )
 }
 
 /// The logged events in order, with each assistant message as one `message.appended`

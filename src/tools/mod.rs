@@ -62,7 +62,7 @@ pub struct ToolContext {
     /// agent's skills, whose resource files load_skill lists).
     pub read_roots: Arc<Vec<PathBuf>>,
     /// Starts child agents (the `agent` tool and subagents); `None` where none may start.
-    pub spawner: Option<Arc<crate::harness::Spawner>>,
+    pub spawner: Option<Arc<dyn Spawner>>,
 }
 
 impl ToolContext {
@@ -107,6 +107,21 @@ impl ToolContext {
     pub fn display(&self, path: &std::path::Path) -> String {
         workspace::display(&self.workspace, path)
     }
+}
+
+/// Starts child agents for the `agent` tool and subagents. The harness implements it;
+/// the tools only know this seam.
+pub trait Spawner: Send + Sync + std::fmt::Debug {
+    /// Runs one turn of a new child session of `manifest` (from `agent_dir`) at `depth`,
+    /// answering `task`, in the calling agent's workspace.
+    fn run_child(
+        &self,
+        manifest: Arc<crate::manifest::Manifest>,
+        agent_dir: PathBuf,
+        depth: u32,
+        task: String,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<crate::protocol::TurnOutcome, String>>;
 }
 
 /// Reads a tool's input into its typed form; the schema has already been checked, so an

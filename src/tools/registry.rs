@@ -89,11 +89,15 @@ impl Registry {
         Registry::for_provider(manifest, false, true)
     }
 
-    /// Builds the registry for a provider: `anthropic` says whether it speaks Anthropic's
-    /// Messages API, the only one with the hosted `web_search`.
+    /// Builds the registry for a provider: `hosted_web_search` says whether it runs
+    /// `web_search` itself (Anthropic's API does).
     /// `can_ask` says whether a person can answer questions in this run: a child agent
     /// cannot park its turn, so it has no `ask_question` unless someone is at a terminal.
-    pub fn for_provider(manifest: &manifest::Manifest, anthropic: bool, can_ask: bool) -> Registry {
+    pub fn for_provider(
+        manifest: &manifest::Manifest,
+        hosted_web_search: bool,
+        can_ask: bool,
+    ) -> Registry {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
         for tool in &manifest.tools {
@@ -108,14 +112,14 @@ impl Registry {
                 continue;
             }
             let kind = if builtin == Some(Builtin::WebSearch) {
-                if !anthropic {
+                if !hosted_web_search {
                     unavailable.push(Unavailable {
                         name: tool.name.clone(),
                         reason: "only Anthropic's API hosts web search, and this model's provider is not Anthropic".into(),
                     });
                     continue;
                 }
-                ToolKind::AnthropicWebSearch
+                ToolKind::HostedWebSearch
             } else {
                 ToolKind::Function
             };
@@ -280,7 +284,42 @@ impl Registry {
                 call.name
             ));
         }
-        entry.exec.call(&call.input, ctx).await
+        bounded(
+            &call.name,
+            Duration::from_secs(entry.spec.timeout_secs.max(1)),
+            ctx,
+            entry.exec.call(&call.input, ctx),
+        )
+        .await
+    }
+}
+
+/// How long a tool that stops its own work (a process it kills, a walk it ends) gets
+/// beyond its timeout, or after a Ctrl-C, to say so itself before the call is dropped.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// Runs a call under its tool's timeout and the turn's cancellation, whatever the tool
+/// does: a call still running `GRACE` after its timeout or after a Ctrl-C is dropped and
+/// answered with an error, so no built-in can hold a turn past its declared limit.
+async fn bounded(
+    name: &str,
+    timeout: Duration,
+    ctx: &ToolContext,
+    call: impl std::future::Future<Output = ToolOutput>,
+) -> ToolOutput {
+    tokio::pin!(call);
+    tokio::select! {
+        output = &mut call => output,
+        () = tokio::time::sleep(timeout.saturating_add(GRACE)) => ToolOutput::error(format!(
+            "`{name}` did not finish within its timeout ({} s) and was stopped.",
+            timeout.as_secs()
+        )),
+        () = ctx.cancel.cancelled() => {
+            match tokio::time::timeout(GRACE, &mut call).await {
+                Ok(output) => output,
+                Err(_) => ToolOutput::error(format!("`{name}` was interrupted")),
+            }
+        }
     }
 }
 

@@ -1,0 +1,384 @@
+//! `--output text`: a run shown to a person. The answer streams to `out`; tool calls,
+//! results and notes go to `err`; both escaped when they are terminals.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use super::escape::for_terminal;
+use super::lines::{
+    action_line, closing_line, end_reason_text, first_line, format_duration, result_line,
+    thousands, waiting_text,
+};
+use super::{Options, Renderer};
+use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome};
+
+/// Turns events into text for a person.
+pub struct TextRenderer<O: Write, E: Write> {
+    quiet: bool,
+    out: O,
+    err: E,
+    /// Whether `out` is at the start of a line.
+    out_line_start: bool,
+    spinner: Option<indicatif::ProgressBar>,
+    spinner_enabled: bool,
+    started: Instant,
+    session_id: String,
+    /// Whether the current step has printed text (a retry then discards it).
+    step_printed_text: bool,
+    /// `eve run DIR`, for the commands printed when a turn parks.
+    command: String,
+    /// Whether to note the tools that are not offered (once per `eve dev` is enough).
+    notes: bool,
+    /// Whether `out` / `err` are terminals, where control characters are escaped.
+    out_tty: bool,
+    err_tty: bool,
+}
+
+impl<O: Write, E: Write> TextRenderer<O, E> {
+    /// A renderer writing the answer to `out` and the rest to `err`.
+    pub fn new(options: &Options, out: O, err: E) -> Self {
+        TextRenderer {
+            quiet: options.quiet,
+            out,
+            err,
+            out_line_start: true,
+            spinner: None,
+            spinner_enabled: options.spinner && !options.quiet,
+            started: Instant::now(),
+            session_id: String::new(),
+            step_printed_text: false,
+            command: options.command.clone(),
+            notes: options.notes,
+            out_tty: options.out_tty,
+            err_tty: options.err_tty,
+        }
+    }
+
+    /// A child agent's events: only its tool calls, indented; its text is its parent's result.
+    fn child_text(&mut self, kind: &EventKind) {
+        if self.quiet {
+            return;
+        }
+        match kind {
+            EventKind::SessionStarted { agent, model, .. } => {
+                self.note(&format!("  ⤷ {agent} ({model}) started"));
+            }
+            EventKind::ActionsRequested { actions, .. } => {
+                for action in actions {
+                    self.note(&format!("  {}", action_line(&action.name, &action.input)));
+                }
+            }
+            EventKind::ActionResult {
+                name,
+                output,
+                is_error,
+                duration_ms,
+                ..
+            } => self.note(&format!(
+                "    {}",
+                result_line(name, output, *is_error, *duration_ms)
+            )),
+            EventKind::StepFailed {
+                error,
+                retry_in_ms: Some(ms),
+                ..
+            } => {
+                self.note(&format!(
+                    "    ! {error}; retrying in {}",
+                    format_duration(Duration::from_millis(*ms))
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    fn text(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::SessionStarted {
+                unavailable_tools, ..
+            } if !self.quiet && self.notes => {
+                for tool in unavailable_tools {
+                    self.note(&format!(
+                        "note: `{}` is not offered to the model: {}",
+                        tool.name, tool.reason
+                    ));
+                }
+            }
+            EventKind::StepStarted { .. } => {
+                self.end_text_line();
+                self.step_printed_text = false;
+                self.spin("thinking…");
+            }
+            EventKind::MessageAppended { text, .. } => {
+                self.stop_spinner();
+                let shown = if self.out_tty {
+                    for_terminal(text)
+                } else {
+                    std::borrow::Cow::Borrowed(text.as_str())
+                };
+                let _ = write!(self.out, "{shown}");
+                let _ = self.out.flush();
+                if !text.is_empty() {
+                    self.out_line_start = text.ends_with('\n');
+                    self.step_printed_text = true;
+                }
+            }
+            EventKind::ActionsRequested { actions, .. } if !self.quiet => {
+                for action in actions {
+                    self.note(&action_line(&action.name, &action.input));
+                }
+                self.spin("running tools…");
+            }
+            EventKind::ActionResult {
+                name,
+                output,
+                is_error,
+                duration_ms,
+                ..
+            } if !self.quiet => self.note(&result_line(name, output, *is_error, *duration_ms)),
+            EventKind::StepCompleted { .. } => self.stop_spinner(),
+            EventKind::InputRequested { .. } => {
+                self.stop_spinner();
+                self.end_text_line();
+            }
+            EventKind::InputResolved { resolution, .. } if !self.quiet => {
+                let line = match resolution {
+                    Resolution::Answer { text } => {
+                        format!("  ↳ answered: {}", first_line(text, 160))
+                    }
+                    Resolution::Approved { by: Some(by) } => format!("  ↳ approved ({by})"),
+                    Resolution::Approved { by: None } => "  ↳ approved".to_string(),
+                    Resolution::Denied {
+                        reason: Some(reason),
+                    } => format!("  ↳ denied: {reason}"),
+                    Resolution::Denied { reason: None } => "  ↳ denied".to_string(),
+                };
+                self.note(&line);
+            }
+            EventKind::CompactionCompleted {
+                tokens_before,
+                tokens_after,
+                summarised,
+                ..
+            } if !self.quiet => {
+                let how = if *summarised {
+                    "summarised older history"
+                } else {
+                    "shortened old tool results"
+                };
+                self.note(&format!(
+                    "· compacted: {how}, about {} → {} tokens",
+                    thousands(*tokens_before),
+                    thousands(*tokens_after)
+                ));
+            }
+            EventKind::StepFailed {
+                error,
+                retry_in_ms: Some(ms),
+                ..
+            } if !self.quiet => {
+                let discarded = if self.step_printed_text {
+                    " (the partial reply above is discarded)"
+                } else {
+                    ""
+                };
+                self.step_printed_text = false;
+                self.note(&format!(
+                    "! {error}; retrying in {}{discarded}",
+                    format_duration(Duration::from_millis(*ms))
+                ));
+                self.spin("retrying…");
+            }
+            _ => {}
+        }
+    }
+
+    fn finish_text(&mut self, outcome: &TurnOutcome) {
+        self.stop_spinner();
+        if !self.out_line_start {
+            let _ = writeln!(self.out);
+            self.out_line_start = true;
+        }
+        let _ = self.out.flush();
+        if let Some(error) = &outcome.error {
+            let line = format!("error: {error}");
+            self.write_err(&line);
+        } else if let Some(pending) = &outcome.pending {
+            let text = waiting_text(pending, &self.session_id, &self.command);
+            self.write_err(text.trim_end());
+        } else if !self.quiet {
+            let line = closing_line(outcome, self.started.elapsed());
+            self.write_err(&line);
+        } else if outcome.end_reason != EndReason::Completed {
+            let line = format!("stopped: {}", end_reason_text(outcome));
+            self.write_err(&line);
+        }
+        let _ = self.out.flush();
+        let _ = self.err.flush();
+    }
+
+    /// One or more lines on `err`, escaped when it is a terminal.
+    fn write_err(&mut self, text: &str) {
+        let shown = if self.err_tty {
+            for_terminal(text)
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
+        let _ = writeln!(self.err, "{shown}");
+    }
+
+    /// Ends the assistant's current line of text on stdout, if one is open.
+    fn end_text_line(&mut self) {
+        if !self.out_line_start {
+            let _ = writeln!(self.out);
+            let _ = self.out.flush();
+            self.out_line_start = true;
+        }
+    }
+
+    fn note(&mut self, line: &str) {
+        let spinning = self.spinner.is_some();
+        self.stop_spinner();
+        self.end_text_line();
+        self.write_err(line);
+        if spinning {
+            self.spin("working…");
+        }
+    }
+
+    fn spin(&mut self, message: &str) {
+        if !self.spinner_enabled || !self.out_line_start {
+            return;
+        }
+        match &self.spinner {
+            Some(spinner) => spinner.set_message(message.to_string()),
+            None => {
+                let spinner = indicatif::ProgressBar::new_spinner();
+                spinner.set_message(message.to_string());
+                spinner.enable_steady_tick(Duration::from_millis(100));
+                self.spinner = Some(spinner);
+            }
+        }
+    }
+
+    fn stop_spinner(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.finish_and_clear();
+        }
+    }
+}
+
+impl<O: Write, E: Write> Renderer for TextRenderer<O, E> {
+    fn event(&mut self, event: &Event) {
+        if let EventKind::SessionStarted { session_id, .. } = &event.kind
+            && event.meta.session_id.is_none()
+        {
+            self.session_id = session_id.clone();
+        }
+        if event.meta.session_id.is_some() {
+            self.child_text(&event.kind);
+        } else {
+            self.text(&event.kind);
+        }
+    }
+
+    fn finish(&mut self, outcome: &TurnOutcome) {
+        self.finish_text(outcome);
+    }
+
+    fn fail_early(&mut self, message: &str) {
+        let line = format!("error: {message}");
+        self.write_err(&line);
+        let _ = self.err.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Action, Meta, Usage};
+    use serde_json::json;
+
+    fn event(kind: EventKind) -> Event {
+        Event {
+            kind,
+            meta: Meta {
+                id: "evt_1".into(),
+                at: "2026-01-01T00:00:00.000Z".into(),
+                session_id: None,
+            },
+        }
+    }
+
+    fn outcome(end_reason: EndReason) -> TurnOutcome {
+        TurnOutcome {
+            turn_id: "turn_1".into(),
+            end_reason,
+            result: "Done.".into(),
+            error: None,
+            steps: 2,
+            usage: Usage {
+                input_tokens: 12345,
+                output_tokens: 67,
+                cache_read_tokens: 10000,
+                cache_write_tokens: 0,
+            },
+            usage_reported: true,
+            pending: None,
+        }
+    }
+
+    #[test]
+    fn text_mode_streams_text_to_stdout_and_tool_lines_to_stderr() {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        {
+            let mut console = TextRenderer::new(&Options::default(), &mut out, &mut err);
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: "Let me".into(),
+            }));
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: " look.".into(),
+            }));
+            console.event(&event(EventKind::ActionsRequested {
+                turn_id: "t".into(),
+                step: 1,
+                actions: vec![Action {
+                    call_id: "c".into(),
+                    name: "git_history".into(),
+                    input: json!({"limit": 2}),
+                }],
+            }));
+            console.event(&event(EventKind::ActionResult {
+                turn_id: "t".into(),
+                step: 1,
+                call_id: "c".into(),
+                name: "git_history".into(),
+                output: "a1 one\nb2 two\n".into(),
+                is_error: false,
+                duration_ms: 12,
+            }));
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 2,
+                text: "Done.".into(),
+            }));
+            console.finish(&outcome(EndReason::Completed));
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), "Let me look.\nDone.\n");
+        let err = String::from_utf8(err).unwrap();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines[0], "→ git_history {\"limit\":2}");
+        assert_eq!(lines[1], "  ← git_history: 2 lines (12 ms)");
+        assert!(
+            lines[2]
+                .starts_with("completed · 2 steps · 12,345 tokens in (10,000 cached), 67 out · "),
+            "{}",
+            lines[2]
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! A step's tool calls: each gets a plan (a result already known, or a run), the
+//! scheduler runs them, and every call gets exactly one result, in call order.
+
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Harness, scheduler};
+use crate::protocol::{Action, EventKind, InputRequest, Message, Resolution, ToolCall, ToolResult};
+use crate::tools::ToolOutput;
+
+/// How a step's tool calls ended.
+pub enum CallsEnd {
+    Done,
+    Parked(InputRequest),
+}
+
+/// What becomes of one call.
+enum Plan {
+    Result(ToolOutput),
+    Run,
+    RunApproved,
+}
+
+impl Harness {
+    /// Runs a step's tool calls through the scheduler and appends their results: every
+    /// call gets one, in call order. Parks instead when a call needs a person nobody
+    /// here can ask. `announce`: emit `actions.requested` (not again for a resumed step).
+    pub(super) async fn run_calls(
+        &mut self,
+        turn_id: &str,
+        step: u64,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+        announce: bool,
+    ) -> CallsEnd {
+        if announce {
+            self.emitter.emit(EventKind::ActionsRequested {
+                turn_id: turn_id.to_string(),
+                step,
+                actions: calls
+                    .iter()
+                    .map(|c| Action {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        input: c.input.clone(),
+                    })
+                    .collect(),
+            });
+        }
+        let refused = match self.settle_inputs(turn_id, &calls).await {
+            Ok(refused) => refused,
+            Err(request) => return CallsEnd::Parked(request),
+        };
+        let items: Vec<(ToolCall, Plan)> = calls
+            .into_iter()
+            .map(|call| {
+                let plan = self.plan(&call, refused.get(&call.id));
+                (call, plan)
+            })
+            .collect();
+        let ctx = self.tool_context(cancel);
+        let registry = self.registry.clone();
+        let emitter = self.emitter.clone();
+        let max_parallel = self.setup.manifest.agent.limits.max_parallel_tools as usize;
+        let results = scheduler::run(
+            items,
+            max_parallel,
+            |(call, plan)| {
+                matches!(plan, Plan::Run | Plan::RunApproved)
+                    && !registry.runs_in_parallel(&call.name)
+            },
+            |_, (call, plan)| {
+                let registry = registry.clone();
+                let ctx = &ctx;
+                async move {
+                    let started = Instant::now();
+                    let output = match plan {
+                        Plan::Result(output) => output,
+                        Plan::Run => registry.call(&call, ctx).await,
+                        Plan::RunApproved => registry.call_approved(&call, ctx).await,
+                    };
+                    (call, output, started.elapsed())
+                }
+            },
+            |_, (call, output, elapsed)| {
+                emitter.emit(EventKind::ActionResult {
+                    turn_id: turn_id.to_string(),
+                    step,
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: output.content.clone(),
+                    is_error: output.is_error,
+                    duration_ms: elapsed.as_millis() as u64,
+                });
+            },
+        )
+        .await;
+        self.push(Message::Tool {
+            results: results
+                .into_iter()
+                .map(|(call, output, _)| ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    content: output.content,
+                    is_error: output.is_error,
+                })
+                .collect(),
+        });
+        // Answers belong to the calls of this step only.
+        self.resolutions.clear();
+        CallsEnd::Done
+    }
+
+    /// The plan for one call: an error found early, a refusal, an answer or a denial
+    /// the person gave, or a run (approved or not).
+    fn plan(&mut self, call: &ToolCall, refused: Option<&ToolOutput>) -> Plan {
+        if let Some(output) = self.early.remove(&call.id) {
+            return Plan::Result(output);
+        }
+        if let Some(output) = refused {
+            return Plan::Result(output.clone());
+        }
+        match self.resolutions.get(&call.id) {
+            Some(Resolution::Answer { text }) => Plan::Result(ToolOutput::ok(text.clone())),
+            Some(Resolution::Denied { reason }) => Plan::Result(ToolOutput::error(match reason {
+                Some(reason) => format!("The user denied this call: {reason}"),
+                None => "The user denied this call.".to_string(),
+            })),
+            Some(Resolution::Approved { .. }) => Plan::RunApproved,
+            None => Plan::Run,
+        }
+    }
+}

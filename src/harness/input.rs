@@ -1,0 +1,94 @@
+//! What a step's calls need from a person: answers to questions and approvals, settled
+//! by earlier answers, `--yes`, a person at the terminal, or by parking the turn.
+
+use std::collections::HashMap;
+
+use futures_util::future::BoxFuture;
+
+use super::Harness;
+use crate::protocol::{EventKind, InputKind, InputRequest, Resolution, ToolCall};
+use crate::tools::ToolOutput;
+
+/// Asks the person a question or for an approval, and waits for the answer.
+pub trait Asker: Send + Sync + std::fmt::Debug {
+    /// The person's answer; `None` when they could not answer (input closed).
+    fn ask<'a>(&'a self, request: &'a InputRequest) -> BoxFuture<'a, Option<Resolution>>;
+}
+
+impl Harness {
+    /// Settles what the calls need from a person. Returns the calls nobody can settle
+    /// here, with the result they get instead, or the request to park the turn on.
+    /// Each decision is keyed by its call's id, which is unique in the session, so no
+    /// decision can apply to a call the person was not shown.
+    pub(super) async fn settle_inputs(
+        &mut self,
+        turn_id: &str,
+        calls: &[ToolCall],
+    ) -> Result<HashMap<String, ToolOutput>, InputRequest> {
+        let mut refused = HashMap::new();
+        for call in calls {
+            if self.early.contains_key(&call.id) || self.resolutions.contains_key(&call.id) {
+                continue;
+            }
+            let Some(kind) = self.registry.needs_input(call) else {
+                continue;
+            };
+            if kind == InputKind::Approval && self.setup.approve_all {
+                let resolution = Resolution::Approved {
+                    by: Some("--yes".into()),
+                };
+                self.emitter.emit(EventKind::InputResolved {
+                    turn_id: turn_id.to_string(),
+                    request_id: crate::ids::new_id("req"),
+                    call_id: call.id.clone(),
+                    resolution: resolution.clone(),
+                });
+                self.resolutions.insert(call.id.clone(), resolution);
+                continue;
+            }
+            let request = InputRequest {
+                request_id: crate::ids::new_id("req"),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                input: call.input.clone(),
+                kind: kind.clone(),
+            };
+            if let Some(asker) = self.setup.asker.clone() {
+                self.emitter.emit(EventKind::InputRequested {
+                    turn_id: turn_id.to_string(),
+                    request: request.clone(),
+                });
+                // Let the console show the request before the question is asked.
+                tokio::task::yield_now().await;
+                if let Some(resolution) = asker.ask(&request).await {
+                    self.emitter.emit(EventKind::InputResolved {
+                        turn_id: turn_id.to_string(),
+                        request_id: request.request_id.clone(),
+                        call_id: call.id.clone(),
+                        resolution: resolution.clone(),
+                    });
+                    self.resolutions.insert(call.id.clone(), resolution);
+                    continue;
+                }
+                if self.can_park() {
+                    return Err(request);
+                }
+            } else if self.can_park() {
+                self.emitter.emit(EventKind::InputRequested {
+                    turn_id: turn_id.to_string(),
+                    request: request.clone(),
+                });
+                return Err(request);
+            }
+            let text = match kind {
+                InputKind::Question { .. } => "Nobody can answer questions in this run; decide yourself and say what you assumed.".to_string(),
+                InputKind::Approval => format!(
+                    "Refused: `{}` needs a person's approval for every call (approval = \"always\"), and nobody can approve calls in this run. Do the task without it, or say what you would run.",
+                    call.name
+                ),
+            };
+            refused.insert(call.id.clone(), ToolOutput::error(text));
+        }
+        Ok(refused)
+    }
+}

@@ -1,0 +1,101 @@
+//! Child agents (the `agent` tool and subagents) run as new harnesses that share the
+//! parent's provider, workspace and event channel; and the context every tool call gets.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::{Emitter, Harness, Setup};
+use crate::manifest::Manifest;
+use crate::protocol::TurnOutcome;
+use crate::tools::{Spawner, ToolContext};
+
+/// Starts child agents with what they share with the agent that starts them.
+#[derive(Debug)]
+struct ChildSpawner {
+    setup: Setup,
+    emitter: Emitter,
+}
+
+impl Spawner for ChildSpawner {
+    /// A child whose model is the parent's (the `agent` tool, a subagent that inherits
+    /// it) uses the parent's provider, `--model` override included; another model is
+    /// resolved anew.
+    fn run_child(
+        &self,
+        manifest: Arc<Manifest>,
+        agent_dir: PathBuf,
+        depth: u32,
+        task: String,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<TurnOutcome, String>> {
+        async move {
+            let (provider, model_id, model) =
+                if manifest.agent.model == self.setup.manifest.agent.model {
+                    (
+                        self.setup.provider.clone(),
+                        self.setup.model_id.clone(),
+                        self.setup.model.clone(),
+                    )
+                } else {
+                    let resolved = crate::providers::resolve(
+                        &manifest.agent.model,
+                        &manifest.agent.providers,
+                        &agent_dir,
+                        &|name| std::env::var(name).ok(),
+                    )?;
+                    (resolved.provider, resolved.model_id, resolved.reference)
+                };
+            let setup = Setup {
+                max_steps: manifest.agent.limits.max_steps,
+                manifest,
+                agent_dir,
+                workspace: self.setup.workspace.clone(),
+                provider,
+                model_id,
+                model,
+                retry: self.setup.retry,
+                hidden_env: self.setup.hidden_env.clone(),
+                depth,
+                journal: None,
+                asker: self.setup.asker.clone(),
+                approve_all: self.setup.approve_all,
+            };
+            let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
+            child.start();
+            let outcome = Box::pin(child.run_turn(task, cancel)).await;
+            child.finish(&outcome);
+            Ok(outcome)
+        }
+        .boxed()
+    }
+}
+
+impl Harness {
+    /// What the tool calls of a step may use.
+    pub(super) fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
+        ToolContext {
+            workspace: self.setup.workspace.clone(),
+            agent_dir: self.setup.agent_dir.clone(),
+            cancel: cancel.clone(),
+            hidden_env: Arc::new(self.setup.hidden_env.clone()),
+            state: self.state.clone(),
+            depth: self.setup.depth,
+            read_roots: Arc::new(
+                self.setup
+                    .agent_dir
+                    .join("skills")
+                    .canonicalize()
+                    .into_iter()
+                    .collect(),
+            ),
+            spawner: Some(Arc::new(ChildSpawner {
+                setup: self.setup.clone(),
+                emitter: self.emitter.clone(),
+            })),
+        }
+    }
+}

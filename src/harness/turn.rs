@@ -1,0 +1,325 @@
+//! A turn as a short loop over [`Harness::step`]: begin, step until the decision says
+//! otherwise, close with the events that say how it ended.
+
+use tokio_util::sync::CancellationToken;
+
+use super::decide::{self, Limits, Next, Standing, StepEnd};
+use super::model_call::CallFailure;
+use super::{Harness, calls::CallsEnd, compaction};
+use crate::protocol::{
+    EndReason, EventKind, InputKind, Message, Parked, Resolution, TurnOutcome, Usage,
+};
+use crate::providers::FinishReason;
+
+/// The state a turn carries from step to step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub id: String,
+    /// Model calls made so far.
+    pub steps: u64,
+    /// The tokens of this turn's model calls.
+    pub usage: Usage,
+    /// Whether every model call reported its token counts.
+    pub usage_reported: bool,
+    /// Whether a step hit the output token limit (sticky).
+    pub hit_max_tokens: bool,
+    /// The latest assistant text: the turn's result when it ends.
+    pub result: String,
+}
+
+impl Turn {
+    fn new(id: String) -> Turn {
+        Turn {
+            id,
+            steps: 0,
+            usage: Usage::default(),
+            usage_reported: true,
+            hit_max_tokens: false,
+            result: String::new(),
+        }
+    }
+}
+
+impl Harness {
+    /// Runs one turn answering `input`. Cancelling `cancel` aborts it cleanly: running
+    /// tools are killed and every tool call still gets a result.
+    pub async fn run_turn(&mut self, input: String, cancel: CancellationToken) -> TurnOutcome {
+        let mut turn = self.begin_turn(input);
+        let next = self.decide(&turn, None, &cancel);
+        let next = self.drive(&mut turn, next, &cancel).await;
+        self.close_turn(turn, next)
+    }
+
+    /// Starts a turn: `turn.started`, `message.received`, the message in the history.
+    pub fn begin_turn(&mut self, input: String) -> Turn {
+        let turn = Turn::new(crate::ids::new_id("turn"));
+        self.resolutions.clear();
+        self.parked = None;
+        self.emitter.emit(EventKind::TurnStarted {
+            session_id: self.session_id.clone(),
+            turn_id: turn.id.clone(),
+        });
+        self.emitter.emit(EventKind::MessageReceived {
+            turn_id: turn.id.clone(),
+            text: input.clone(),
+        });
+        self.push(Message::User { text: input });
+        turn
+    }
+
+    /// Resumes a parked turn with the person's answer to the request it waits for: the
+    /// parked step's calls run, then the turn goes on.
+    pub async fn resume_turn(
+        &mut self,
+        resolution: Resolution,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, String> {
+        let Some(parked) = self.parked.take() else {
+            return Err("this session is not waiting for an answer".into());
+        };
+        let fits = matches!(
+            (&parked.request.kind, &resolution),
+            (InputKind::Question { .. }, Resolution::Answer { .. })
+                | (
+                    InputKind::Approval,
+                    Resolution::Approved { .. } | Resolution::Denied { .. }
+                )
+        );
+        if !fits {
+            let wanted = match parked.request.kind {
+                InputKind::Question { .. } => "an answer (--answer \"…\")",
+                InputKind::Approval => "an approval (--approve, or --deny)",
+            };
+            self.parked = Some(parked);
+            return Err(format!("the session waits for {wanted}"));
+        }
+        self.emitter.emit(EventKind::InputResolved {
+            turn_id: parked.turn_id.clone(),
+            request_id: parked.request.request_id.clone(),
+            call_id: parked.request.call_id.clone(),
+            resolution: resolution.clone(),
+        });
+        self.resolutions
+            .insert(parked.request.call_id.clone(), resolution);
+        let mut turn = Turn::new(parked.turn_id);
+        turn.steps = parked.steps;
+        turn.usage = parked.usage;
+        let end = self.finish_parked_step(&mut turn, &cancel).await;
+        let next = self.decide(&turn, Some(&end), &cancel);
+        let next = self.drive(&mut turn, next, &cancel).await;
+        Ok(self.close_turn(turn, next))
+    }
+
+    /// Steps while the decision says so; parks the turn when it says so.
+    async fn drive(&mut self, turn: &mut Turn, mut next: Next, cancel: &CancellationToken) -> Next {
+        while next == Next::Continue {
+            next = self.step(turn, cancel).await;
+        }
+        if let Next::Park(request) = &next {
+            self.emitter.emit(EventKind::TurnWaiting {
+                turn_id: turn.id.clone(),
+                request_id: request.request_id.clone(),
+            });
+            self.parked = Some(Parked {
+                turn_id: turn.id.clone(),
+                request: request.clone(),
+                steps: turn.steps,
+                usage: turn.usage.clone(),
+            });
+            self.sync();
+        }
+        next
+    }
+
+    /// The decision for `turn` after `step` (see [`decide::decide`]).
+    fn decide(&self, turn: &Turn, step: Option<&StepEnd>, cancel: &CancellationToken) -> Next {
+        let standing = Standing {
+            steps: turn.steps,
+            hit_max_tokens: turn.hit_max_tokens,
+            session_input_tokens: self.usage.input_tokens,
+            cancelled: cancel.is_cancelled(),
+        };
+        let limits = Limits {
+            max_steps: self.setup.max_steps,
+            max_input_tokens_per_session: self
+                .setup
+                .manifest
+                .agent
+                .limits
+                .max_input_tokens_per_session,
+        };
+        decide::decide(step, &standing, &limits)
+    }
+
+    /// One step: compaction if needed, one model call, its tool calls; then the decision.
+    pub async fn step(&mut self, turn: &mut Turn, cancel: &CancellationToken) -> Next {
+        if let Err(error) = self.maybe_compact(&turn.id, false).await {
+            return Next::Fail(error);
+        }
+        turn.steps += 1;
+        self.emitter.emit(EventKind::StepStarted {
+            turn_id: turn.id.clone(),
+            step: turn.steps,
+        });
+        // A step boundary: what the model is about to see is on disk.
+        self.sync();
+        let end = match self.call_model(&turn.id, turn.steps, cancel).await {
+            Ok(reply) => self.commit_and_run(turn, reply, cancel).await,
+            Err(CallFailure::Aborted { partial }) => {
+                if !partial.is_empty() {
+                    turn.result = partial.clone();
+                    self.push(Message::Assistant {
+                        text: partial,
+                        tool_calls: Vec::new(),
+                        provider_blocks: None,
+                    });
+                }
+                StepEnd::Aborted
+            }
+            Err(CallFailure::Failed(error)) => StepEnd::Failed(error),
+        };
+        self.decide(turn, Some(&end), cancel)
+    }
+
+    /// Commits a complete reply to the history and runs its calls.
+    async fn commit_and_run(
+        &mut self,
+        turn: &mut Turn,
+        mut reply: super::reply::Reply,
+        cancel: &CancellationToken,
+    ) -> StepEnd {
+        let usage = reply.usage.clone().unwrap_or_default();
+        let reply_reported = reply.usage.is_some();
+        turn.usage_reported &= reply.usage.is_some();
+        turn.usage.add(&usage);
+        self.usage.add(&usage);
+        match &reply.usage {
+            Some(usage) => self.estimate.reported(usage.input_tokens),
+            None => {
+                let sent = self.system.len()
+                    + serde_json::to_string(&self.registry.specs()).map_or(0, |t| t.len())
+                    + compaction::history_chars(&self.history);
+                self.estimate.unreported(sent);
+            }
+        }
+        let finish = reply.finish_reason();
+        turn.hit_max_tokens |= finish == FinishReason::MaxTokens;
+        turn.result = reply.text.clone();
+        let paused = finish == FinishReason::Pause;
+        reply.make_ids_unique(&mut self.call_ids, || crate::ids::new_id("call"));
+        let calls = self.commit_reply(&turn.id, turn.steps, reply, &finish);
+        let completed = EventKind::StepCompleted {
+            turn_id: turn.id.clone(),
+            step: turn.steps,
+            finish_reason: finish.as_str().to_string(),
+            usage,
+            usage_reported: reply_reported,
+        };
+        let wants_more = !calls.is_empty() || paused;
+        if !calls.is_empty() {
+            // The reply is on disk before any of its tools runs.
+            self.sync();
+            let ended = self
+                .run_calls(&turn.id, turn.steps, calls, cancel, true)
+                .await;
+            self.emitter.emit(completed);
+            if let CallsEnd::Parked(request) = ended {
+                return StepEnd::Parked(request);
+            }
+        } else {
+            self.emitter.emit(completed);
+        }
+        self.save_tool_state();
+        self.sync();
+        match self.journal_error() {
+            Some(error) => StepEnd::Failed(error),
+            None => StepEnd::Replied { wants_more },
+        }
+    }
+
+    /// Runs the calls a parked step left unanswered, now that the person answered.
+    async fn finish_parked_step(&mut self, turn: &mut Turn, cancel: &CancellationToken) -> StepEnd {
+        let unanswered = crate::protocol::message::unanswered_calls(&self.history);
+        if unanswered.is_empty() {
+            return StepEnd::Replied { wants_more: true };
+        }
+        if let CallsEnd::Parked(request) = self
+            .run_calls(&turn.id, turn.steps, unanswered, cancel, false)
+            .await
+        {
+            return StepEnd::Parked(request);
+        }
+        self.save_tool_state();
+        self.sync();
+        match self.journal_error() {
+            Some(error) => StepEnd::Failed(error),
+            None => StepEnd::Replied { wants_more: true },
+        }
+    }
+
+    /// Emits how the turn ended and builds its outcome.
+    fn close_turn(&mut self, turn: Turn, next: Next) -> TurnOutcome {
+        let (end_reason, error) = match next {
+            Next::End(reason) => (reason, None),
+            Next::Park(_) => (EndReason::Waiting, None),
+            Next::Fail(error) => (EndReason::Error, Some(error)),
+            Next::Continue => (EndReason::Completed, None),
+        };
+        let mut result = turn.result;
+        if end_reason == EndReason::MaxInputTokens
+            && let Some(limit) = self
+                .setup
+                .manifest
+                .agent
+                .limits
+                .max_input_tokens_per_session
+        {
+            result = format!(
+                "The session used {} input tokens, reaching max_input_tokens_per_session ({limit}).",
+                self.usage.input_tokens
+            );
+        }
+        let outcome = TurnOutcome {
+            turn_id: turn.id.clone(),
+            end_reason,
+            result,
+            pending: if error.is_none() {
+                self.pending().cloned()
+            } else {
+                None
+            },
+            error,
+            steps: turn.steps,
+            usage: turn.usage,
+            usage_reported: turn.usage_reported,
+        };
+        if outcome.end_reason == EndReason::Aborted {
+            self.emitter.emit(EventKind::TurnCancelled {
+                turn_id: turn.id.clone(),
+            });
+        }
+        match (&outcome.error, outcome.end_reason) {
+            (None, EndReason::Waiting) => {}
+            (None, end_reason) => self.emitter.emit(EventKind::TurnCompleted {
+                turn_id: turn.id,
+                end_reason,
+                result: outcome.result.clone(),
+                steps: outcome.steps,
+                usage: outcome.usage.clone(),
+            }),
+            (Some(error), _) => self.emitter.emit(EventKind::TurnFailed {
+                turn_id: turn.id,
+                end_reason: EndReason::Error,
+                error: error.clone(),
+                steps: outcome.steps,
+                usage: outcome.usage.clone(),
+            }),
+        }
+        if outcome.end_reason != EndReason::Waiting {
+            self.resolutions.clear();
+            self.early.clear();
+        }
+        self.sync();
+        outcome
+    }
+}
