@@ -13,6 +13,7 @@ pub mod net;
 pub mod protocol;
 pub mod providers;
 pub mod runner;
+pub mod secrets;
 pub mod session;
 pub mod suggest;
 pub mod sync;

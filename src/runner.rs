@@ -216,7 +216,7 @@ pub fn prepare(
         &reference,
         &manifest.agent.providers,
         &scripted_base,
-        &|name| std::env::var(name).ok(),
+        &crate::secrets::var,
     )
     .map_err(RunError::Failed)?;
     let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);

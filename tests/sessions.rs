@@ -469,6 +469,36 @@ fn max_input_tokens_per_session_stops_cleanly_with_exit_4() {
 }
 
 #[test]
+fn a_resumed_session_counts_the_long_reply_it_ended_on_and_compacts_first() {
+    // The first turn ends on a long reply (about 2,000 tokens) after a call that
+    // counted only 100: resumed, the session is over the 900-token threshold.
+    let long = "word ".repeat(1_600);
+    let agent = Agent::new(
+        "default_tools = false\nmode = \"conversation\"\n[limits]\ncontext_window = 2000\nmax_output_tokens = 200\n[compaction]\nthreshold_percent = 0.45\n",
+        &format!(
+            "- text: \"{long}\"\n  usage: {{input_tokens: 100, output_tokens: 2000}}\n- text: \"The person asked for a long text.\"\n- text: short answer\n"
+        ),
+    );
+    let first = agent.run(&["write a lot"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let second = agent.run(&["--continue", "and now?"]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let requests = agent.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[1]["system"]
+            .as_str()
+            .unwrap()
+            .starts_with("You compact the history"),
+        "the second turn's first request is the summary: {}",
+        requests[1]["system"]
+    );
+    let sent = requests[2]["messages"].to_string();
+    assert!(sent.contains("This conversation was compacted"), "{sent}");
+    assert!(!sent.contains(&long), "the long reply was summarised");
+}
+
+#[test]
 fn compact_by_hand_on_an_existing_session() {
     let agent = Agent::new(
         "mode = \"conversation\"\n",

@@ -18,8 +18,26 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Init(args) => init::run(&args),
         Command::Build(args) => build::run(&args),
-        Command::Run(args) => run::run(&args),
+        Command::Run(args) => {
+            isolate_secrets(&run::split_positionals(&args).0);
+            run::run(&args)
+        }
         Command::Sessions(args) => sessions::run(&args),
-        Command::Dev(args) => dev::run(&args),
+        Command::Dev(args) => {
+            isolate_secrets(&args.dir);
+            dev::run(&args)
+        }
+    }
+}
+
+/// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's
+/// environment (see [`crate::secrets`]).
+fn isolate_secrets(dir: &std::path::Path) {
+    let known = || match crate::compiler::compile(dir, &crate::tools::builtin::CATALOG).manifest {
+        Some(manifest) => crate::providers::key_variables(&manifest),
+        None => crate::providers::key_variables_builtin(),
+    };
+    if let Err(e) = crate::secrets::isolate(known) {
+        eprintln!("warning: {e}; processes the agent starts may read the provider keys");
     }
 }

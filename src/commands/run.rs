@@ -129,7 +129,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `eve run "question"` inside an agent directory means the current folder and that prompt.
-fn split_positionals(args: &RunArgs) -> (PathBuf, Option<String>) {
+pub fn split_positionals(args: &RunArgs) -> (PathBuf, Option<String>) {
     if args.prompt.is_none() && !args.dir.is_dir() && std::path::Path::new("agent.toml").is_file() {
         return (
             PathBuf::from("."),

@@ -43,6 +43,10 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Show { id, dir, output } => {
+            if id.trim().is_empty() {
+                eprintln!("error: a session id is needed (`eve sessions list` shows them)");
+                return Ok(ExitCode::from(super::EXIT_USAGE));
+            }
             let id = match store::find(dir, id) {
                 Ok(id) => id,
                 Err(e) => {
@@ -85,6 +89,10 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Rm { id, dir } => {
+            if id.trim().is_empty() {
+                eprintln!("error: a session id is needed (`eve sessions list` shows them)");
+                return Ok(ExitCode::from(super::EXIT_USAGE));
+            }
             let id = match store::find(dir, id) {
                 Ok(id) => id,
                 Err(e) => {

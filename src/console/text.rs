@@ -381,4 +381,53 @@ mod tests {
             lines[2]
         );
     }
+
+    #[test]
+    fn on_a_terminal_model_text_and_tool_lines_cannot_drive_it() {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let options = Options {
+            out_tty: true,
+            err_tty: true,
+            ..Options::default()
+        };
+        {
+            let mut console = TextRenderer::new(&options, &mut out, &mut err);
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: "hi\u{1b}]52;c;Y3VybA==\u{7}\u{1b}[2J".into(),
+            }));
+            console.event(&event(EventKind::ActionResult {
+                turn_id: "t".into(),
+                step: 1,
+                call_id: "c".into(),
+                name: "bash".into(),
+                output: "x\u{202e}gnigats\u{1b}[31m".into(),
+                is_error: true,
+                duration_ms: 1,
+            }));
+        }
+        let out = String::from_utf8(out).unwrap();
+        let err = String::from_utf8(err).unwrap();
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert!(out.starts_with("hi\\u{1b}]52;c;"), "{out:?}");
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+            "{err:?}"
+        );
+        assert!(err.contains("\\u{202e}gnigats"), "{err:?}");
+
+        // Piped output is the model's text as it is.
+        let mut piped = Vec::new();
+        {
+            let mut console = TextRenderer::new(&Options::default(), &mut piped, std::io::sink());
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: "raw\u{1b}[1m".into(),
+            }));
+        }
+        assert_eq!(String::from_utf8(piped).unwrap(), "raw\u{1b}[1m");
+    }
 }

@@ -246,7 +246,7 @@ impl Harness {
                     model,
                     &agent.providers,
                     &self.setup.agent_dir,
-                    &|name| std::env::var(name).ok(),
+                    &crate::secrets::var,
                 )?;
                 (resolved.provider, resolved.model_id)
             }

@@ -45,7 +45,7 @@ impl Spawner for ChildSpawner {
                         &manifest.agent.model,
                         &manifest.agent.providers,
                         &agent_dir,
-                        &|name| std::env::var(name).ok(),
+                        &crate::secrets::var,
                     )?;
                     (resolved.provider, resolved.model_id, resolved.reference)
                 };

@@ -168,13 +168,18 @@ pub fn resolve(
     })
 }
 
+/// The variables of the built-in providers' keys.
+pub fn key_variables_builtin() -> Vec<String> {
+    vec![
+        "ANTHROPIC_API_KEY".to_string(),
+        "OPENAI_API_KEY".to_string(),
+    ]
+}
+
 /// The environment variables that hold provider API keys for this agent and its subagents:
 /// they are removed from the environment of the processes tools start.
 pub fn key_variables(manifest: &manifest::Manifest) -> Vec<String> {
-    let mut vars = vec![
-        "ANTHROPIC_API_KEY".to_string(),
-        "OPENAI_API_KEY".to_string(),
-    ];
+    let mut vars = key_variables_builtin();
     let mut stack = vec![manifest];
     while let Some(m) = stack.pop() {
         vars.extend(

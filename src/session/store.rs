@@ -42,6 +42,10 @@ pub fn latest(agent_dir: &Path) -> Option<String> {
 
 /// Finds a session by its id or a unique prefix of it (`ses_01JX…`).
 pub fn find(agent_dir: &Path, id: &str) -> Result<String, String> {
+    if id.trim().is_empty() {
+        // An empty prefix matches every id: never let it pick one.
+        return Err("a session id is needed (`eve sessions list` shows them)".into());
+    }
     let ids = list(agent_dir);
     if ids.iter().any(|i| i == id) {
         return Ok(id.to_string());

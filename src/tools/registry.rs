@@ -444,4 +444,38 @@ mod tests {
                 .contains("not valid JSON")
         );
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_never_ends_is_stopped_at_its_timeout_and_at_a_cancel() {
+        let ctx = ToolContext::new("/w".into(), "/a".into());
+        let output = bounded(
+            "stuck",
+            Duration::from_secs(30),
+            &ctx,
+            std::future::pending::<ToolOutput>(),
+        )
+        .await;
+        assert_eq!(
+            output,
+            ToolOutput::error("`stuck` did not finish within its timeout (30 s) and was stopped.")
+        );
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            cancel.cancel();
+        });
+        let output = bounded(
+            "stuck",
+            Duration::from_secs(86_400),
+            &ctx,
+            std::future::pending::<ToolOutput>(),
+        )
+        .await;
+        assert_eq!(output, ToolOutput::error("`stuck` was interrupted"));
+        let quick = bounded("quick", Duration::from_secs(1), &ctx, async {
+            ToolOutput::ok("done")
+        })
+        .await;
+        assert_eq!(quick, ToolOutput::ok("done"));
+    }
 }
