@@ -13,6 +13,7 @@ pub mod net;
 pub mod protocol;
 pub mod providers;
 pub mod runner;
+pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod suggest;

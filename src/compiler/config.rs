@@ -7,7 +7,9 @@ use super::inputs::Loaded;
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
 use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef};
-use crate::manifest::{Agent, Api, Compaction, Limits, Mode, Provider, Workspace};
+use crate::manifest::{
+    Agent, Api, Compaction, Limits, Mode, Provider, Sandbox, SandboxMode, Workspace,
+};
 use crate::suggest;
 
 /// The model used when neither `agent.toml` nor a parent agent names one.
@@ -59,6 +61,7 @@ pub fn compile(
                 model: None,
             },
             workspace: Workspace { root: ".".into() },
+            sandbox: Sandbox::default(),
             providers: inherited.map(|i| i.providers.clone()).unwrap_or_default(),
         },
         instructions_env: Vec::new(),
@@ -239,6 +242,21 @@ fn read_agent(
         workspace.finish();
     }
 
+    if let Some(mut sandbox) = root.table("sandbox") {
+        if inherited.is_some() {
+            toml.report(
+                Diagnostic::warning(
+                    code::SUBAGENT_SANDBOX,
+                    "a subagent's `[sandbox]` has no effect",
+                )
+                .at(&toml.src, root.key_span("sandbox"))
+                .note("a subagent runs in the session of its parent, under the parent's sandbox"),
+            );
+        }
+        read_sandbox(&mut sandbox, &mut agent.sandbox, &agent.workspace.root);
+        sandbox.finish();
+    }
+
     if let Some(mut instructions) = root.table("instructions") {
         if let Some(env) = instructions.string_array("env") {
             for var in env {
@@ -257,6 +275,68 @@ fn read_agent(
             config.instructions_env.sort();
         }
         instructions.finish();
+    }
+}
+
+/// `[sandbox]`: the mode, the network switch, extra writable folders (which must exist,
+/// relative to the workspace as it is from here), `require`.
+fn read_sandbox(table: &mut TableReader<'_>, sandbox: &mut Sandbox, workspace: &str) {
+    let toml = table.file();
+    if let Some(mode) = table.string("mode") {
+        match SandboxMode::from_name(&mode.value) {
+            Some(m) => sandbox.mode = m,
+            None => toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    format!("unknown sandbox mode `{}`", mode.value),
+                )
+                .at(&toml.src, mode.span)
+                .note("`sandbox.mode` is `workspace-write` (the default), `read-only` or `off`")
+                .suggest(suggest::closest(
+                    &mode.value,
+                    SandboxMode::NAMES.iter().copied(),
+                )),
+            ),
+        }
+    }
+    if let Some(network) = table.bool("network") {
+        sandbox.network = network.value;
+    }
+    if let Some(require) = table.bool("require") {
+        sandbox.require = require.value;
+    }
+    if let Some(folders) = table.string_array("writable") {
+        for folder in folders {
+            let path = std::path::Path::new(&folder.value);
+            if folder.value.trim().is_empty() || path.is_absolute() {
+                toml.error(
+                    code::INVALID_VALUE,
+                    format!(
+                        "`sandbox.writable` entries are folders relative to the workspace, not `{}`",
+                        folder.value
+                    ),
+                    folder.span,
+                );
+                continue;
+            }
+            if !std::path::Path::new(workspace).join(path).is_dir() {
+                toml.report(
+                    Diagnostic::error(
+                        code::WRITABLE_NOT_FOUND,
+                        format!("writable folder `{}` does not exist", folder.value),
+                    )
+                    .at(&toml.src, folder.span)
+                    .note(format!(
+                        "it is relative to the workspace (`{workspace}`, from the folder eve runs in)"
+                    ))
+                    .help("create the folder, or remove it from `sandbox.writable`"),
+                );
+                continue;
+            }
+            if !sandbox.writable.contains(&folder.value) {
+                sandbox.writable.push(folder.value);
+            }
+        }
     }
 }
 

@@ -27,6 +27,8 @@ pub mod code {
     pub const MISSING_AGENT_TOML: &str = "E0101";
     pub const INVALID_MODEL: &str = "E0102";
     pub const UNKNOWN_PROVIDER: &str = "E0103";
+    pub const WRITABLE_NOT_FOUND: &str = "E0110";
+    pub const SUBAGENT_SANDBOX: &str = "W0111";
 
     pub const UNKNOWN_TOOL: &str = "E0201";
     pub const INVALID_TOOL_SLUG: &str = "E0202";

@@ -34,6 +34,8 @@ pub struct Agent {
     pub limits: Limits,
     pub compaction: Compaction,
     pub workspace: Workspace,
+    /// How the processes the model starts are confined.
+    pub sandbox: Sandbox,
     /// Extra providers from `[providers.NAME]`.
     pub providers: BTreeMap<String, Provider>,
 }
@@ -69,6 +71,65 @@ pub struct Compaction {
 pub struct Workspace {
     /// As written; relative paths are relative to the invoking directory.
     pub root: String,
+}
+
+/// `[sandbox]`: how `bash`, command tools and stdio connections are confined.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sandbox {
+    pub mode: SandboxMode,
+    /// Whether sandboxed processes may open IP sockets.
+    pub network: bool,
+    /// Extra writable folders, relative to the workspace.
+    pub writable: Vec<String>,
+    /// Leave the confined tools out when the kernel cannot confine them.
+    pub require: bool,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox {
+            mode: SandboxMode::WorkspaceWrite,
+            network: true,
+            writable: Vec::new(),
+            require: false,
+        }
+    }
+}
+
+/// What a sandboxed process may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Nothing but `/dev/null`.
+    ReadOnly,
+    /// The workspace, the session's temp folder, `/dev/null` and the `writable` folders.
+    WorkspaceWrite,
+    /// No sandbox: the processes have all of the user's rights.
+    Off,
+}
+
+impl SandboxMode {
+    /// The name used in `agent.toml`, on the command line and in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::Off => "off",
+        }
+    }
+
+    /// Every mode, by name.
+    pub const NAMES: &[&str] = &["workspace-write", "read-only", "off"];
+
+    /// The mode with this name.
+    pub fn from_name(name: &str) -> Option<SandboxMode> {
+        match name {
+            "read-only" => Some(SandboxMode::ReadOnly),
+            "workspace-write" => Some(SandboxMode::WorkspaceWrite),
+            "off" => Some(SandboxMode::Off),
+            _ => None,
+        }
+    }
 }
 
 /// A provider declared in `[providers.NAME]`.
