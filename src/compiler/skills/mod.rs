@@ -1,17 +1,30 @@
 //! Skills: `skills/<name>.md` and packaged `skills/<name>/SKILL.md`, with YAML frontmatter.
+//!
+//! Skills are often written for other clients (Claude Code, Codex, Copilot…): whatever
+//! those load builds here too. Only what makes a skill unusable is an error; a foreign
+//! habit (a display name in `name:`, a long description, a link eve cannot follow) is a
+//! warning.
+
+mod frontmatter;
+mod links;
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
-
-use pulldown_cmark::{Event, Parser, Tag};
+use std::path::Path;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::{Loaded, SkillFile, sha256};
 use super::source::SourceFile;
 use crate::manifest::Skill;
 
-/// The longest description a skill may have, in characters (the Agent Skills limit).
+pub use frontmatter::{Split, split_frontmatter};
+pub use links::SKILL_DIR_PLACEHOLDERS;
+
+/// The longest description the Agent Skills format allows, in characters; a longer one
+/// is a warning.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+
+/// The most characters of a description the system prompt lists; the rest is cut.
+pub const LISTED_DESCRIPTION_CHARS: usize = 1536;
 
 /// Whether a name is a valid skill or subagent name: `^[a-z0-9][a-z0-9_-]{0,63}$`.
 pub fn is_valid_name(name: &str) -> bool {
@@ -23,67 +36,22 @@ pub fn is_valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
-/// A Markdown file split into YAML frontmatter and body.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Split<'a> {
-    /// The YAML text between the fences, if the file has frontmatter.
-    pub yaml: Option<&'a str>,
-    /// 1-based file line of the first YAML line.
-    pub yaml_line: usize,
-    /// Byte offset of the body in the file.
-    pub body_offset: usize,
-    pub body: &'a str,
-}
-
-/// Splits off `---` fenced frontmatter at the very start of a file.
-/// Returns `Err` with a message when the opening fence is never closed.
-pub fn split_frontmatter(text: &str) -> Result<Split<'_>, String> {
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return Ok(Split {
-            yaml: None,
-            yaml_line: 1,
-            body_offset: 0,
-            body: text,
-        });
-    };
-    let start = text.len() - rest.len();
-    let mut offset = start;
-    for line in rest.split_inclusive('\n') {
-        let bare = line.trim_end_matches(['\n', '\r']);
-        if bare == "---" || bare == "..." {
-            let body_offset = offset + line.len();
-            return Ok(Split {
-                yaml: Some(&text[start..offset]),
-                yaml_line: 2,
-                body_offset,
-                body: &text[body_offset..],
-            });
-        }
-        offset += line.len();
-    }
-    Err("frontmatter starts with `---` but is never closed by a `---` line".into())
-}
-
-/// Compiles every skill; reports duplicate names.
-pub fn compile(files: &[SkillFile], agent_dir: &Path, diags: &mut Diagnostics) -> Vec<Skill> {
+/// Compiles every skill of the agent directory at `prefix` (relative to the top-level
+/// directory `boundary`, which is canonical); reports duplicate names.
+pub fn compile(
+    files: &[SkillFile],
+    prefix: &str,
+    boundary: &Path,
+    diags: &mut Diagnostics,
+) -> Vec<Skill> {
+    let place = links::Place { prefix, boundary };
     let mut skills: Vec<Skill> = Vec::new();
     let mut first_seen: BTreeMap<String, String> = BTreeMap::new();
     for entry in files {
-        let (name, file, resources, packaged) = match entry {
-            SkillFile::Flat { name, file } => (name, file, &Vec::new(), false),
-            SkillFile::Package {
-                name,
-                file,
-                resources,
-            } => (name, file, resources, true),
-        };
-        let Some(skill) = compile_one(name, file, resources.clone(), packaged, agent_dir, diags)
-        else {
+        let Some(skill) = compile_one(entry, place, diags) else {
             continue;
         };
+        let file = entry.file();
         if let Some(first) = first_seen.get(&skill.name) {
             diags.push(
                 Diagnostic::error(
@@ -103,14 +71,17 @@ pub fn compile(files: &[SkillFile], agent_dir: &Path, diags: &mut Diagnostics) -
     skills
 }
 
-fn compile_one(
-    name: &str,
-    file: &Loaded,
-    resources: Vec<String>,
-    packaged: bool,
-    agent_dir: &Path,
-    diags: &mut Diagnostics,
-) -> Option<Skill> {
+/// Compiles one skill, reporting every problem it has (a frontmatter error does not
+/// hide its links); `None` when one of them is an error.
+fn compile_one(entry: &SkillFile, place: links::Place<'_>, diags: &mut Diagnostics) -> Option<Skill> {
+    let (name, file, walked, packaged) = match entry {
+        SkillFile::Flat { name, file } => (name, file, &[][..], false),
+        SkillFile::Package {
+            name,
+            file,
+            resources,
+        } => (name, file, &resources[..], true),
+    };
     let src = SourceFile::new(&file.display, &file.text);
     let mut ok = true;
     if !is_valid_name(name) {
@@ -130,25 +101,15 @@ fn compile_one(
         }
     };
     let front = match split.yaml {
-        Some(yaml) => read_frontmatter(yaml, split.yaml_line, &src, diags)?,
-        None => Frontmatter::default(),
+        Some(yaml) => frontmatter::read_frontmatter(yaml, split.yaml_line, &src, diags),
+        None => Some(frontmatter::Frontmatter::default()),
     };
+    ok &= front.is_some();
+    let front = front.unwrap_or_default();
 
     if let Some((declared, line)) = &front.name {
         if declared != name {
-            diags.push(
-                Diagnostic::error(
-                    code::SKILL_NAME_MISMATCH,
-                    format!("skill `{name}` says its name is `{declared}`"),
-                )
-                .at_line(&src, *line, None)
-                .note("a skill's name comes from its path; `name` in the frontmatter must match it")
-                .help(format!(
-                    "write `name: {name}` or rename the {}",
-                    if packaged { "folder" } else { "file" }
-                )),
-            );
-            ok = false;
+            check_declared_name(name, declared, *line, packaged, &src, diags);
         }
     }
 
@@ -156,53 +117,68 @@ fn compile_one(
         Some((description, line)) => {
             let chars = description.chars().count();
             if chars > MAX_DESCRIPTION_CHARS {
+                let listed = if chars > LISTED_DESCRIPTION_CHARS {
+                    format!("the system prompt lists its first {LISTED_DESCRIPTION_CHARS} characters")
+                } else {
+                    format!("it is listed in full; eve cuts descriptions at {LISTED_DESCRIPTION_CHARS} characters")
+                };
                 diags.push(
-                    Diagnostic::error(
+                    Diagnostic::warning(
                         code::DESCRIPTION_TOO_LONG,
                         format!(
-                            "skill description is {chars} characters; the limit is {MAX_DESCRIPTION_CHARS}"
+                            "skill description is {chars} characters, over the Agent Skills limit of {MAX_DESCRIPTION_CHARS}"
                         ),
                     )
                     .at_line(&src, *line, None)
+                    .note(listed)
                     .help("keep the description to what the skill is for and when to load it; put the rest in the body"),
                 );
-                ok = false;
             }
-            description.trim().to_string()
+            Some(description.clone())
         }
-        None if packaged => {
+        // A skill that was written with frontmatter but no description (or a blank one)
+        // is described by its first line, packaged or flat.
+        None => derive_description(split.body),
+    };
+    let description = match description {
+        Some(description) => listed(&description),
+        None => {
+            let help = if packaged {
+                "add `description: <when to use this skill>` to the frontmatter of `SKILL.md`"
+            } else {
+                "add a `description` in frontmatter, or a first line to the body"
+            };
             diags.push(
                 Diagnostic::error(
                     code::SKILL_WITHOUT_DESCRIPTION,
-                    format!("packaged skill `{name}` has no `description`"),
+                    format!("skill `{name}` has no description"),
                 )
-                .at_line(&src, 1, None)
-                .help("add frontmatter: `---`, `description: <when to use this skill>`, `---`"),
+                .file(file.display.clone())
+                .note("the system prompt lists each skill's description so that the model knows when to load it")
+                .help(help),
             );
             ok = false;
             String::new()
         }
-        None => match derive_description(split.body) {
-            Some(d) => d,
-            None => {
-                diags.push(
-                    Diagnostic::error(
-                        code::SKILL_WITHOUT_DESCRIPTION,
-                        format!("skill `{name}` has no description"),
-                    )
-                    .file(file.display.clone())
-                    .help("add a `description` in frontmatter, or a first line to the body"),
-                );
-                ok = false;
-                String::new()
-            }
-        },
     };
 
+    let mut resources = walked.to_vec();
     if packaged {
-        let skill_dir = agent_dir.join(&file.path);
-        let skill_dir = skill_dir.parent().unwrap_or(agent_dir);
-        ok &= check_links(split.body, split.body_offset, skill_dir, &src, diags);
+        let skill_dir = file
+            .path
+            .strip_suffix("/SKILL.md")
+            .unwrap_or(&file.path)
+            .to_string();
+        resources.extend(links::check(
+            split.body,
+            split.body_offset,
+            &skill_dir,
+            place,
+            &src,
+            diags,
+        ));
+        resources.sort();
+        resources.dedup();
     }
 
     ok.then(|| Skill {
@@ -211,130 +187,54 @@ fn compile_one(
         path: file.path.clone(),
         deferred: front.deferred,
         license: front.license,
-        metadata: front.metadata,
+        metadata: front
+            .metadata
+            .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new())),
         body_hash: sha256(split.body),
         body_offset: split.body_offset,
         resources,
     })
 }
 
-#[derive(Debug, Default)]
-struct Frontmatter {
-    name: Option<(String, usize)>,
-    description: Option<(String, usize)>,
-    license: Option<String>,
-    metadata: BTreeMap<String, String>,
-    deferred: bool,
-}
-
-fn read_frontmatter(
-    yaml: &str,
-    first_line: usize,
+/// A `name:` that differs from the path: the path wins, so the skill still works.
+fn check_declared_name(
+    name: &str,
+    declared: &str,
+    line: usize,
+    packaged: bool,
     src: &SourceFile,
     diags: &mut Diagnostics,
-) -> Option<Frontmatter> {
-    let value: serde_yaml::Value = match serde_yaml::from_str(yaml) {
-        Ok(value) => value,
-        Err(e) => {
-            let message = e.to_string();
-            let message = message.split(" at line ").next().unwrap_or(&message);
-            let (line, column) = e.location().map_or((first_line, None), |l| {
-                (first_line + l.line() - 1, Some(l.column()))
-            });
-            diags.push(
-                Diagnostic::error(
-                    code::FRONTMATTER,
-                    format!("invalid YAML frontmatter: {message}"),
-                )
-                .at_line(src, line, column),
-            );
-            return None;
-        }
+) {
+    let what = if packaged { "folder" } else { "file" };
+    let help = if is_valid_name(declared) {
+        format!("to load it as `{declared}`, rename the {what}; to silence this, drop `name:`")
+    } else {
+        format!("drop `name:` or write `name: {name}` to silence this")
     };
-    let mapping = match value {
-        serde_yaml::Value::Null => return Some(Frontmatter::default()),
-        serde_yaml::Value::Mapping(mapping) => mapping,
-        _ => {
-            diags.push(
-                Diagnostic::error(
-                    code::FRONTMATTER,
-                    "frontmatter must be a YAML mapping of `key: value` lines",
-                )
-                .at_line(src, first_line, None),
-            );
-            return None;
-        }
-    };
-    let line_of = |key: &str| key_line(yaml, key).map_or(first_line, |l| first_line + l);
-    let mut front = Frontmatter::default();
-    let mut ok = true;
-    let mut wrong = |key: &str, expected: &str| {
-        diags.push(
-            Diagnostic::error(
-                code::FRONTMATTER,
-                format!("frontmatter `{key}` must be {expected}"),
-            )
-            .at_line(src, line_of(key), None),
-        );
-        ok = false;
-    };
-    for (key, value) in &mapping {
-        let Some(key) = key.as_str() else { continue };
-        match key {
-            "name" => match value.as_str() {
-                Some(s) => front.name = Some((s.to_string(), line_of(key))),
-                None => wrong(key, "a string"),
-            },
-            "description" => match value.as_str() {
-                Some(s) => front.description = Some((s.to_string(), line_of(key))),
-                None => wrong(key, "a string"),
-            },
-            "license" => match value.as_str() {
-                Some(s) => front.license = Some(s.to_string()),
-                None => wrong(key, "a string"),
-            },
-            "deferred" => match value.as_bool() {
-                Some(b) => front.deferred = b,
-                None => wrong(key, "true or false"),
-            },
-            "metadata" => match value.as_mapping() {
-                Some(map) => {
-                    for (k, v) in map {
-                        match (k.as_str(), scalar_text(v)) {
-                            (Some(k), Some(v)) => {
-                                front.metadata.insert(k.to_string(), v);
-                            }
-                            _ => {
-                                wrong(key, "a mapping of strings to strings");
-                                break;
-                            }
-                        }
-                    }
-                }
-                None => wrong(key, "a mapping of strings to strings"),
-            },
-            // Other Agent Skills fields (`allowed-tools`, `compatibility`, …) are accepted.
-            _ => {}
-        }
-    }
-    ok.then_some(front)
+    diags.push(
+        Diagnostic::warning(
+            code::SKILL_NAME_MISMATCH,
+            format!("skill `{name}` says its name is `{declared}`"),
+        )
+        .at_line(src, line, None)
+        .note(format!(
+            "eve names a skill after its {what}: the model lists and loads this one as `{name}`"
+        ))
+        .help(help),
+    );
 }
 
-fn scalar_text(value: &serde_yaml::Value) -> Option<String> {
-    match value {
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
-        _ => None,
+/// A description as the system prompt lists it: at most [`LISTED_DESCRIPTION_CHARS`]
+/// characters, ending in `…` when cut.
+fn listed(description: &str) -> String {
+    if description.chars().count() <= LISTED_DESCRIPTION_CHARS {
+        return description.to_string();
     }
-}
-
-/// The 0-based line of the YAML text where a top-level `key:` is written.
-fn key_line(yaml: &str, key: &str) -> Option<usize> {
-    yaml.lines().position(|line| {
-        line.strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with(':'))
-    })
+    let kept: String = description
+        .chars()
+        .take(LISTED_DESCRIPTION_CHARS - 1)
+        .collect();
+    format!("{}…", kept.trim_end())
 }
 
 /// The first non-empty, non-fence line of a body, with leading `#`, `>`, `*`, `-` stripped.
@@ -348,89 +248,6 @@ pub fn derive_description(body: &str) -> Option<String> {
                 .to_string()
         })
         .find(|l| !l.is_empty())
-}
-
-/// Checks that relative links and images in a packaged skill point at files in its folder.
-fn check_links(
-    body: &str,
-    body_offset: usize,
-    skill_dir: &Path,
-    src: &SourceFile,
-    diags: &mut Diagnostics,
-) -> bool {
-    let mut ok = true;
-    for (event, range) in Parser::new(body).into_offset_iter() {
-        let dest = match &event {
-            Event::Start(Tag::Link { dest_url, .. })
-            | Event::Start(Tag::Image { dest_url, .. }) => dest_url.to_string(),
-            _ => continue,
-        };
-        let Some(target) = relative_target(&dest) else {
-            continue;
-        };
-        let span = Some(body_offset + range.start..body_offset + range.end);
-        match resolve_inside(skill_dir, &target) {
-            None => {
-                diags.push(
-                    Diagnostic::error(
-                        code::BROKEN_SKILL_LINK,
-                        format!("link `{dest}` leaves the skill's folder"),
-                    )
-                    .at(src, span)
-                    .note("a packaged skill is copied and loaded as a unit; its links must stay inside its folder"),
-                );
-                ok = false;
-            }
-            Some(path) if !path.exists() => {
-                diags.push(
-                    Diagnostic::error(
-                        code::BROKEN_SKILL_LINK,
-                        format!("link `{dest}` points at a file that does not exist"),
-                    )
-                    .at(src, span)
-                    .help(format!(
-                        "create `{target}` next to `SKILL.md`, or fix the link"
-                    )),
-                );
-                ok = false;
-            }
-            Some(_) => {}
-        }
-    }
-    ok
-}
-
-/// The file part of a link if it is relative (no scheme, not absolute, not a bare anchor).
-fn relative_target(dest: &str) -> Option<String> {
-    let dest = dest.trim();
-    if dest.is_empty() || dest.starts_with('#') || dest.starts_with('/') || dest.starts_with('\\') {
-        return None;
-    }
-    let scheme_end = dest.find(':');
-    let path_start = dest.find(['/', '?', '#']);
-    if let Some(colon) = scheme_end {
-        if path_start.is_none_or(|p| colon < p) {
-            return None;
-        }
-    }
-    let file = dest.split(['#', '?']).next().unwrap_or("");
-    (!file.is_empty()).then(|| file.replace("%20", " "))
-}
-
-/// Joins a relative path to a folder lexically; `None` if it climbs out of it.
-fn resolve_inside(dir: &Path, target: &str) -> Option<PathBuf> {
-    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
-    for component in Path::new(target).components() {
-        match component {
-            Component::Normal(part) => parts.push(part),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                parts.pop()?;
-            }
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(parts.iter().fold(dir.to_path_buf(), |p, part| p.join(part)))
 }
 
 fn fix_name(name: &str) -> String {
@@ -453,21 +270,19 @@ fn fix_name(name: &str) -> String {
     }
 }
 
+impl SkillFile {
+    /// The skill's Markdown file.
+    pub fn file(&self) -> &Loaded {
+        match self {
+            SkillFile::Flat { file, .. } | SkillFile::Package { file, .. } => file,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-
-    #[test]
-    fn splits_frontmatter_and_body() {
-        let text = "---\nname: a\n---\n# Title\n";
-        let split = split_frontmatter(text).unwrap();
-        assert_eq!(split.yaml, Some("name: a\n"));
-        assert_eq!(split.body, "# Title\n");
-        assert_eq!(split.body_offset, 16);
-        assert!(split_frontmatter("---\nname: a\n").is_err());
-        assert_eq!(split_frontmatter("no front\n").unwrap().yaml, None);
-    }
 
     #[test]
     fn derives_a_description_from_the_first_line() {
@@ -483,32 +298,15 @@ mod tests {
     }
 
     #[test]
-    fn tells_relative_links_from_others() {
-        assert_eq!(relative_target("template.md"), Some("template.md".into()));
-        assert_eq!(relative_target("./a b.md#x"), Some("./a b.md".into()));
-        assert_eq!(
-            relative_target("docs/a%20b.md?x=1"),
-            Some("docs/a b.md".into())
-        );
-        for other in [
-            "https://x.dev/a",
-            "mailto:a@b.c",
-            "#anchor",
-            "/abs/path",
-            "",
-        ] {
-            assert_eq!(relative_target(other), None, "{other}");
-        }
-    }
-
-    #[test]
-    fn refuses_links_that_climb_out() {
-        let dir = Path::new("/s");
-        assert_eq!(
-            resolve_inside(dir, "a/../b.md"),
-            Some(PathBuf::from("/s/b.md"))
-        );
-        assert_eq!(resolve_inside(dir, "../other/x.md"), None);
+    fn long_descriptions_are_cut_for_the_listing() {
+        let long = "word ".repeat(400);
+        let cut = listed(&long);
+        assert!(cut.chars().count() <= LISTED_DESCRIPTION_CHARS);
+        assert!(cut.ends_with("word…"), "{cut}");
+        let unbroken = "x".repeat(2000);
+        assert_eq!(listed(&unbroken).chars().count(), LISTED_DESCRIPTION_CHARS);
+        let fits = "é".repeat(LISTED_DESCRIPTION_CHARS);
+        assert_eq!(listed(&fits), fits);
     }
 
     #[test]
