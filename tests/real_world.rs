@@ -208,3 +208,53 @@ fn an_agent_with_only_a_small_context_window_builds_and_runs_against_a_local_ser
     assert_eq!(requests[0].path, "/v1/chat/completions");
     assert_eq!(requests[0].body["max_tokens"], json!(1024));
 }
+
+#[test]
+fn the_local_server_examples_of_the_docs_build_with_the_window_they_name() {
+    let docs = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/running.md"),
+    )
+    .unwrap();
+    let section = docs
+        .split("### Local models")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .unwrap();
+    let blocks: Vec<&str> = section
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    let models: Vec<&str> = blocks
+        .iter()
+        .map(|b| b.lines().next().unwrap())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "model = \"ollama/qwen3:8b\"",
+            "model = \"llamacpp/local\"",
+            "model = \"vllm/Qwen/Qwen3-8B\"",
+            "model = \"lmstudio/qwen/qwen3-8b\"",
+        ]
+    );
+    for block in blocks {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("local");
+        write(&dir.join("agent.toml"), block);
+        write(&dir.join("instructions.md"), "Be brief.\n");
+        let out = run_in(&dir, &["build"]);
+        assert_eq!(out.code, 0, "{block}\n{}", out.stderr);
+        assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+        let window: u64 = block
+            .split("context_window = ")
+            .nth(1)
+            .and_then(|v| v.split_whitespace().next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let limits = &manifest(&dir)["agent"]["limits"];
+        assert_eq!(limits["context_window"], json!(window), "{block}");
+        assert_eq!(limits["max_output_tokens"], json!((window / 4).min(8192)), "{block}");
+    }
+}
