@@ -24,7 +24,10 @@ fn manifest(dir: &Path) -> Value {
 /// A minimal agent at `<tmp>/agent`, with files of the machine next to it at `<tmp>`.
 fn agent_in(tmp: &Path) -> std::path::PathBuf {
     let dir = tmp.join("agent");
-    write(&dir.join("agent.toml"), "model = \"anthropic/claude-sonnet-4-5\"\n");
+    write(
+        &dir.join("agent.toml"),
+        "model = \"anthropic/claude-sonnet-4-5\"\n",
+    );
     write(&dir.join("instructions.md"), "You are {{ agent.name }}.\n");
     dir
 }
@@ -94,7 +97,12 @@ fn files_a_symlink_leads_to_outside_the_agent_directory_are_never_read() {
     );
 
     // Without the links that make the agent unusable, it builds; the secret is nowhere.
-    for link in ["instructions.md", "skills/notes.md", "skills/pkg", "skills/everything"] {
+    for link in [
+        "instructions.md",
+        "skills/notes.md",
+        "skills/pkg",
+        "skills/everything",
+    ] {
         let path = dir.join(link);
         if path.is_dir() && !fs::symlink_metadata(&path).unwrap().is_symlink() {
             fs::remove_dir_all(&path).unwrap();
@@ -135,7 +143,14 @@ fn load_skill_lists_linked_files_of_a_plugin_and_says_what_a_placeholder_means()
     let out = eve()
         .current_dir(&dir)
         .env("EVE_SCRIPTED_LOG", &log)
-        .args(["run", ".", "-q", "--model", "scripted:replies.yaml", "Triage this"])
+        .args([
+            "run",
+            ".",
+            "-q",
+            "--model",
+            "scripted:replies.yaml",
+            "Triage this",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -189,7 +204,10 @@ fn an_agent_with_only_a_small_context_window_builds_and_runs_against_a_local_ser
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
     let agent = &manifest(&dir)["agent"];
     assert_eq!(
-        (&agent["limits"]["context_window"], &agent["limits"]["max_output_tokens"]),
+        (
+            &agent["limits"]["context_window"],
+            &agent["limits"]["max_output_tokens"]
+        ),
         (&json!(4096), &json!(1024))
     );
     assert_eq!(agent["compaction"]["threshold_percent"], json!(0.75));
@@ -211,10 +229,8 @@ fn an_agent_with_only_a_small_context_window_builds_and_runs_against_a_local_ser
 
 #[test]
 fn the_local_server_examples_of_the_docs_build_with_the_window_they_name() {
-    let docs = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/running.md"),
-    )
-    .unwrap();
+    let docs =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/running.md")).unwrap();
     let section = docs
         .split("### Local models")
         .nth(1)
@@ -225,10 +241,7 @@ fn the_local_server_examples_of_the_docs_build_with_the_window_they_name() {
         .skip(1)
         .map(|b| b.split("```").next().unwrap())
         .collect();
-    let models: Vec<&str> = blocks
-        .iter()
-        .map(|b| b.lines().next().unwrap())
-        .collect();
+    let models: Vec<&str> = blocks.iter().map(|b| b.lines().next().unwrap()).collect();
     assert_eq!(
         models,
         [
@@ -255,6 +268,10 @@ fn the_local_server_examples_of_the_docs_build_with_the_window_they_name() {
             .unwrap();
         let limits = &manifest(&dir)["agent"]["limits"];
         assert_eq!(limits["context_window"], json!(window), "{block}");
-        assert_eq!(limits["max_output_tokens"], json!((window / 4).min(8192)), "{block}");
+        assert_eq!(
+            limits["max_output_tokens"],
+            json!((window / 4).min(8192)),
+            "{block}"
+        );
     }
 }

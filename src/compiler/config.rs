@@ -42,7 +42,8 @@ pub fn derived_max_output_tokens(context_window: u64) -> u64 {
 /// The compaction threshold when none is written: 0.9, or less when the window minus
 /// the reply is smaller, so that compaction starts before a request can overflow.
 pub fn derived_threshold(context_window: u64, max_output_tokens: u64) -> f64 {
-    let room = context_window.saturating_sub(max_output_tokens) as f64 / context_window.max(1) as f64;
+    let room =
+        context_window.saturating_sub(max_output_tokens) as f64 / context_window.max(1) as f64;
     DEFAULT_THRESHOLD.min(room).max(f64::MIN_POSITIVE)
 }
 
@@ -585,8 +586,7 @@ mod tests {
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(window(&config), (4096, 1024, 0.75));
         // Large windows keep the usual defaults.
-        let (config, _) =
-            compile_text("model = \"openai/x\"\n[limits]\ncontext_window = 131072\n");
+        let (config, _) = compile_text("model = \"openai/x\"\n[limits]\ncontext_window = 131072\n");
         assert_eq!(window(&config), (131_072, 8192, 0.9));
         let (config, _) = compile_text("model = \"openai/x\"\n");
         assert_eq!(window(&config), (200_000, 8192, 0.9));
@@ -605,13 +605,17 @@ mod tests {
         );
         assert_eq!(
             diags,
-            ["`limits.max_output_tokens` (4096) must be smaller than `limits.context_window` (4096)"]
+            [
+                "`limits.max_output_tokens` (4096) must be smaller than `limits.context_window` (4096)"
+            ]
         );
         let (_, diags) =
             compile_text("model = \"openai/x\"\n[limits]\nmax_output_tokens = 300000\n");
         assert_eq!(
             diags,
-            ["`limits.max_output_tokens` (300000) must be smaller than `limits.context_window` (200000, the default)"]
+            [
+                "`limits.max_output_tokens` (300000) must be smaller than `limits.context_window` (200000, the default)"
+            ]
         );
         let (_, diags) = compile_text("model = \"openai/x\"\n[limits]\ncontext_window = 1\n");
         assert_eq!(
@@ -645,7 +649,9 @@ mod tests {
         );
         assert_eq!(
             diags,
-            ["`limits.max_output_tokens` (8192) must be smaller than `limits.context_window` (4096, the parent agent's, whose model this subagent uses)"]
+            [
+                "`limits.max_output_tokens` (8192) must be smaller than `limits.context_window` (4096, the parent agent's, whose model this subagent uses)"
+            ]
         );
         // Its own model: its own defaults.
         let (config, _) = compile_as("description = \"d\"\nmodel = \"openai/x\"\n", Some(&parent));

@@ -400,7 +400,10 @@ impl Loader {
                     return false;
                 }
                 // Checked before walkdir descends: a link to `/usr` is never walked.
-                match e.path_is_symlink().then(|| leaves_boundary(e.path(), &boundary)) {
+                match e
+                    .path_is_symlink()
+                    .then(|| leaves_boundary(e.path(), &boundary))
+                {
                     Some(Some(message)) => {
                         outside.push((e.path().to_path_buf(), message));
                         false
@@ -422,7 +425,9 @@ impl Loader {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    let path = e.path().map_or_else(|| self.root.join(rel), Path::to_path_buf);
+                    let path = e
+                        .path()
+                        .map_or_else(|| self.root.join(rel), Path::to_path_buf);
                     let message = if let Some(message) = leaves_boundary(&path, &self.boundary) {
                         // A link to `/` or another ancestor: walkdir calls it a loop,
                         // but what matters is where it leads.
@@ -508,10 +513,8 @@ fn leaves_boundary(path: &Path, boundary: &Path) -> Option<String> {
     if real.starts_with(boundary) {
         return None;
     }
-    let target = fs::read_link(path).map_or_else(
-        |_| real.display().to_string(),
-        |t| t.display().to_string(),
-    );
+    let target = fs::read_link(path)
+        .map_or_else(|_| real.display().to_string(), |t| t.display().to_string());
     Some(format!(
         "symbolic link to `{target}` leads outside the agent directory"
     ))

@@ -271,19 +271,29 @@ mod tests {
         assert_eq!(&text[split.body_offset..], "body\r\n");
         // Without frontmatter the mark is not part of the body either.
         let split = split_frontmatter("\u{feff}# Title\n").unwrap();
-        assert_eq!((split.yaml, split.body, split.body_offset), (None, "# Title\n", 3));
+        assert_eq!(
+            (split.yaml, split.body, split.body_offset),
+            (None, "# Title\n", 3)
+        );
     }
 
     #[test]
     fn a_field_without_a_value_or_a_blank_description_is_not_written() {
-        for yaml in ["description:\n", "description: \"\"\n", "description: '  '\n"] {
+        for yaml in [
+            "description:\n",
+            "description: \"\"\n",
+            "description: '  '\n",
+        ] {
             let (front, diags) = read(yaml);
             assert_eq!(diags, [], "{yaml}");
             assert!(front.unwrap().description.is_none(), "{yaml}");
         }
         let (front, _) = read("name:\nlicense:\ndeferred:\n");
         let front = front.unwrap();
-        assert_eq!((front.name, front.license, front.deferred), (None, None, false));
+        assert_eq!(
+            (front.name, front.license, front.deferred),
+            (None, None, false)
+        );
     }
 
     #[test]
@@ -311,7 +321,11 @@ mod tests {
         assert!(front.is_none());
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert!(diags[0].0.contains("duplicate entry with key"), "{diags:?}");
-        assert_eq!(diags[0].1, Some(4), "the second `description` is on file line 4");
+        assert_eq!(
+            diags[0].1,
+            Some(4),
+            "the second `description` is on file line 4"
+        );
     }
 
     #[test]
@@ -321,8 +335,14 @@ mod tests {
         assert_eq!(
             diags,
             [
-                ("frontmatter `description` must be a string".to_string(), Some(2)),
-                ("frontmatter `deferred` must be true or false".to_string(), Some(3)),
+                (
+                    "frontmatter `description` must be a string".to_string(),
+                    Some(2)
+                ),
+                (
+                    "frontmatter `deferred` must be true or false".to_string(),
+                    Some(3)
+                ),
             ]
         );
     }

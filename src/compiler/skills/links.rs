@@ -94,7 +94,8 @@ pub fn check(
             Ok(real) if real.is_dir() => {}
             Ok(_) => {
                 // Files in the skill's folder are listed already; hidden ones never are.
-                let inside_skill = from_top.starts_with(&format!("{}/", join(place.prefix, skill_dir)));
+                let inside_skill =
+                    from_top.starts_with(&format!("{}/", join(place.prefix, skill_dir)));
                 let hidden = from_top.split('/').any(|part| part.starts_with('.'));
                 if !inside_skill && !hidden && !linked.contains(&shown) {
                     linked.push(shown);
@@ -139,7 +140,9 @@ fn placeholder(dest: &str) -> Placeholder<'_> {
         }
     }
     if let Some(start) = dest.find("${") {
-        let end = dest[start..].find('}').map_or(dest.len(), |e| start + e + 1);
+        let end = dest[start..]
+            .find('}')
+            .map_or(dest.len(), |e| start + e + 1);
         return Placeholder::Unknown(&dest[start..end]);
     }
     Placeholder::None
@@ -274,7 +277,10 @@ mod tests {
     #[test]
     fn paths_are_shown_relative_to_their_agent() {
         assert_eq!(relative_to("NOTES.md", ""), "NOTES.md");
-        assert_eq!(relative_to("subagents/r/NOTES.md", "subagents/r"), "NOTES.md");
+        assert_eq!(
+            relative_to("subagents/r/NOTES.md", "subagents/r"),
+            "NOTES.md"
+        );
         assert_eq!(relative_to("NOTES.md", "subagents/r"), "../../NOTES.md");
     }
 }

@@ -73,7 +73,11 @@ pub fn compile(
 
 /// Compiles one skill, reporting every problem it has (a frontmatter error does not
 /// hide its links); `None` when one of them is an error.
-fn compile_one(entry: &SkillFile, place: links::Place<'_>, diags: &mut Diagnostics) -> Option<Skill> {
+fn compile_one(
+    entry: &SkillFile,
+    place: links::Place<'_>,
+    diags: &mut Diagnostics,
+) -> Option<Skill> {
     let (name, file, walked, packaged) = match entry {
         SkillFile::Flat { name, file } => (name, file, &[][..], false),
         SkillFile::Package {
@@ -118,9 +122,13 @@ fn compile_one(entry: &SkillFile, place: links::Place<'_>, diags: &mut Diagnosti
             let chars = description.chars().count();
             if chars > MAX_DESCRIPTION_CHARS {
                 let listed = if chars > LISTED_DESCRIPTION_CHARS {
-                    format!("the system prompt lists its first {LISTED_DESCRIPTION_CHARS} characters")
+                    format!(
+                        "the system prompt lists its first {LISTED_DESCRIPTION_CHARS} characters"
+                    )
                 } else {
-                    format!("it is listed in full; eve cuts descriptions at {LISTED_DESCRIPTION_CHARS} characters")
+                    format!(
+                        "it is listed in full; eve cuts descriptions at {LISTED_DESCRIPTION_CHARS} characters"
+                    )
                 };
                 diags.push(
                     Diagnostic::warning(
