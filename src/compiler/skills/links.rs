@@ -84,7 +84,7 @@ pub fn check(
                         "`{placeholder}` is the skill's folder, `{skill_dir}`"
                     ));
                 }
-                diags.push(diagnostic.help(format!("create `{shown}`, or fix the link")));
+                diags.push(diagnostic.help(format!("create `{from_top}`, or fix the link")));
             }
             Ok(real) if !real.starts_with(place.boundary) => {
                 diags.push(leaves(&dest, src, span).note(
