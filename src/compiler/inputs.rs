@@ -197,11 +197,8 @@ impl Loader {
         for part in rel.split('/') {
             at.push(part);
             walked.push(part);
-            let is_link = fs::symlink_metadata(&at).is_ok_and(|m| m.is_symlink());
-            if is_link {
-                if let Some(message) = leaves_boundary(&at, &self.boundary) {
-                    return Some((walked.join("/"), message));
-                }
+            if let Some(message) = leaves_boundary(&at, &self.boundary) {
+                return Some((walked.join("/"), message));
             }
         }
         None
