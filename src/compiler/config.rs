@@ -15,11 +15,38 @@ use crate::suggest;
 /// The model used when neither `agent.toml` nor a parent agent names one.
 pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 
+/// The context window assumed when `agent.toml` does not give one.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+
+/// The most output tokens a model call asks for by default, on a large enough window.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
+
+/// The compaction threshold by default, when the window leaves room for it.
+pub const DEFAULT_THRESHOLD: f64 = 0.9;
+
 /// What a subagent takes from its parent when its own `agent.toml` is silent.
 #[derive(Debug, Clone)]
 pub struct Inherited {
     pub model: String,
     pub providers: BTreeMap<String, Provider>,
+    /// The parent's `context_window` and `max_output_tokens`: properties of the model,
+    /// so a subagent that inherits the model inherits them too.
+    pub context_window: u64,
+    pub max_output_tokens: u64,
+}
+
+/// `max_output_tokens` when only the window is known: a quarter of it, at most 8192, so
+/// that a small local model (4096 tokens) keeps three quarters for its input.
+pub fn derived_max_output_tokens(context_window: u64) -> u64 {
+    (context_window / 4).clamp(1, DEFAULT_MAX_OUTPUT_TOKENS)
+}
+
+/// The compaction threshold when none is written: 0.9, or less when the window minus
+/// the reply is smaller, so that compaction starts before a request can overflow.
+pub fn derived_threshold(context_window: u64, max_output_tokens: u64) -> f64 {
+    let room =
+        context_window.saturating_sub(max_output_tokens) as f64 / context_window.max(1) as f64;
+    DEFAULT_THRESHOLD.min(room).max(f64::MIN_POSITIVE)
 }
 
 /// `agent.toml` compiled: the manifest's agent section plus what other stages need.
@@ -51,13 +78,13 @@ pub fn compile(
             default_tools: true,
             limits: Limits {
                 max_steps: 50,
-                max_output_tokens: 8192,
-                context_window: 200_000,
+                max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+                context_window: DEFAULT_CONTEXT_WINDOW,
                 max_parallel_tools: 8,
                 max_input_tokens_per_session: None,
             },
             compaction: Compaction {
-                threshold_percent: 0.9,
+                threshold_percent: DEFAULT_THRESHOLD,
                 model: None,
             },
             workspace: Workspace { root: ".".into() },
@@ -84,6 +111,17 @@ pub fn compile(
     };
     let mut root = toml.root();
     read_agent(&mut root, &mut config, inherited, agent_dir);
+    if inherited.is_some() && !root.contains("description") {
+        toml.report(
+            Diagnostic::error(
+                code::SUBAGENT_WITHOUT_DESCRIPTION,
+                format!("subagent `{dir_name}` has no `description`"),
+            )
+            .file(toml_display)
+            .note("the parent's model reads it to decide when to hand work to this subagent")
+            .help("add `description = \"…\"` to its agent.toml"),
+        );
+    }
     root.finish();
     diags.extend(toml.into_diagnostics());
     config
@@ -150,6 +188,7 @@ fn read_agent(
     }
 
     let model = root.string("model");
+    let model_written = model.as_ref().map(|m| m.value.clone());
     match model {
         Some(model) => {
             if let Some((text, api)) =
@@ -167,40 +206,32 @@ fn read_agent(
         None => config.api = api_of(&agent.model, &agent.providers),
     }
 
+    // A subagent that inherits its parent's model inherits that model's window too.
+    let model_inherited = model_written.is_none();
+    let parent = inherited.filter(|_| model_inherited);
+    let mut window = None;
+    let mut max_output = None;
     if let Some(mut limits) = root.table("limits") {
         let l = &mut agent.limits;
         if let Some(v) = limits.positive_int("max_steps") {
             l.max_steps = v.value;
         }
-        let max_output = limits.positive_int("max_output_tokens");
-        if let Some(v) = &max_output {
-            l.max_output_tokens = v.value;
-        }
-        if let Some(v) = limits.positive_int("context_window") {
-            l.context_window = v.value;
-        }
+        max_output = limits.positive_int("max_output_tokens");
+        window = limits.positive_int("context_window");
         if let Some(v) = limits.positive_int("max_parallel_tools") {
             l.max_parallel_tools = v.value;
         }
         if let Some(v) = limits.positive_int("max_input_tokens_per_session") {
             l.max_input_tokens_per_session = Some(v.value);
         }
-        if l.max_output_tokens >= l.context_window {
-            let span = max_output.and_then(|v| v.span);
-            toml.error(
-                code::OUT_OF_RANGE,
-                format!(
-                    "`limits.max_output_tokens` ({}) must be smaller than `limits.context_window` ({})",
-                    l.max_output_tokens, l.context_window
-                ),
-                span,
-            );
-        }
         limits.finish();
     }
+    set_window(toml, &mut agent.limits, window, max_output, parent);
 
+    let mut threshold_written = false;
     if let Some(mut compaction) = root.table("compaction") {
         if let Some(t) = compaction.number("threshold_percent") {
+            threshold_written = true;
             if t.value > 0.0 && t.value <= 1.0 {
                 agent.compaction.threshold_percent = t.value;
             } else {
@@ -225,6 +256,10 @@ fn read_agent(
             }
         }
         compaction.finish();
+    }
+    if !threshold_written {
+        agent.compaction.threshold_percent =
+            derived_threshold(agent.limits.context_window, agent.limits.max_output_tokens);
     }
 
     if let Some(mut workspace) = root.table("workspace") {
@@ -337,6 +372,65 @@ fn read_sandbox(table: &mut TableReader<'_>, sandbox: &mut Sandbox, workspace: &
                 sandbox.writable.push(folder.value);
             }
         }
+    }
+}
+
+/// Sets `context_window` and `max_output_tokens` from what was written, the parent's
+/// model, or the defaults. A default never makes a file invalid: an unwritten
+/// `max_output_tokens` is derived from the window. One that was written and does not
+/// fit the window is an error, whichever way the window was set.
+fn set_window(
+    toml: &TomlFile,
+    limits: &mut Limits,
+    window: Option<Spanned<u64>>,
+    max_output: Option<Spanned<u64>>,
+    parent: Option<&Inherited>,
+) {
+    limits.context_window = match (&window, parent) {
+        (Some(w), _) => w.value,
+        (None, Some(p)) => p.context_window,
+        (None, None) => DEFAULT_CONTEXT_WINDOW,
+    };
+    limits.max_output_tokens = match (&max_output, &window, parent) {
+        (Some(o), _, _) => o.value,
+        (None, None, Some(p)) => p.max_output_tokens,
+        (None, _, _) => derived_max_output_tokens(limits.context_window),
+    };
+    if limits.max_output_tokens < limits.context_window {
+        return;
+    }
+    let (output, window_value) = (limits.max_output_tokens, limits.context_window);
+    match (max_output, window) {
+        (Some(o), Some(_)) => toml.error(
+            code::OUT_OF_RANGE,
+            format!(
+                "`limits.max_output_tokens` ({output}) must be smaller than `limits.context_window` ({window_value})"
+            ),
+            o.span,
+        ),
+        (Some(o), None) => {
+            let from = if parent.is_some() {
+                "the parent agent's, whose model this subagent uses"
+            } else {
+                "the default"
+            };
+            toml.report(
+                Diagnostic::error(
+                    code::OUT_OF_RANGE,
+                    format!(
+                        "`limits.max_output_tokens` ({output}) must be smaller than `limits.context_window` ({window_value}, {from})"
+                    ),
+                )
+                .at(&toml.src, o.span)
+                .help("set `limits.context_window` to the context window of your model"),
+            );
+        }
+        // Derived from a window of a single token: nothing fits.
+        (None, w) => toml.error(
+            code::OUT_OF_RANGE,
+            format!("`limits.context_window` ({window_value}) leaves no room for a reply; it must be at least 2"),
+            w.and_then(|w| w.span),
+        ),
     }
 }
 
@@ -535,6 +629,10 @@ mod tests {
     use super::*;
 
     fn compile_text(text: &str) -> (Config, Vec<String>) {
+        compile_as(text, None)
+    }
+
+    fn compile_as(text: &str, inherited: Option<&Inherited>) -> (Config, Vec<String>) {
         let file = Loaded {
             path: "agent.toml".into(),
             display: "agent.toml".into(),
@@ -545,11 +643,116 @@ mod tests {
             Some(&file),
             "agent.toml",
             "dir",
-            None,
+            inherited,
             Path::new("."),
             &mut diags,
         );
         (config, diags.into_iter().map(|d| d.message).collect())
+    }
+
+    fn window(config: &Config) -> (u64, u64, f64) {
+        let agent = &config.agent;
+        (
+            agent.limits.context_window,
+            agent.limits.max_output_tokens,
+            agent.compaction.threshold_percent,
+        )
+    }
+
+    #[test]
+    fn a_small_window_alone_derives_the_reply_size_and_the_threshold() {
+        let (config, diags) =
+            compile_text("model = \"openai/x\"\n[limits]\ncontext_window = 4096\n");
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(window(&config), (4096, 1024, 0.75));
+        // Large windows keep the usual defaults.
+        let (config, _) = compile_text("model = \"openai/x\"\n[limits]\ncontext_window = 131072\n");
+        assert_eq!(window(&config), (131_072, 8192, 0.9));
+        let (config, _) = compile_text("model = \"openai/x\"\n");
+        assert_eq!(window(&config), (200_000, 8192, 0.9));
+        // What is written is kept.
+        let (config, diags) = compile_text(
+            "model = \"openai/x\"\n[limits]\ncontext_window = 4096\nmax_output_tokens = 512\n[compaction]\nthreshold_percent = 0.5\n",
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(window(&config), (4096, 512, 0.5));
+    }
+
+    #[test]
+    fn a_reply_size_that_was_written_must_fit_the_window() {
+        let (_, diags) = compile_text(
+            "model = \"openai/x\"\n[limits]\ncontext_window = 4096\nmax_output_tokens = 4096\n",
+        );
+        assert_eq!(
+            diags,
+            [
+                "`limits.max_output_tokens` (4096) must be smaller than `limits.context_window` (4096)"
+            ]
+        );
+        let (_, diags) =
+            compile_text("model = \"openai/x\"\n[limits]\nmax_output_tokens = 300000\n");
+        assert_eq!(
+            diags,
+            [
+                "`limits.max_output_tokens` (300000) must be smaller than `limits.context_window` (200000, the default)"
+            ]
+        );
+        let (_, diags) = compile_text("model = \"openai/x\"\n[limits]\ncontext_window = 1\n");
+        assert_eq!(
+            diags,
+            ["`limits.context_window` (1) leaves no room for a reply; it must be at least 2"]
+        );
+    }
+
+    #[test]
+    fn a_subagent_on_its_parents_model_inherits_its_window() {
+        let parent = Inherited {
+            model: "local/qwen".into(),
+            providers: BTreeMap::new(),
+            context_window: 4096,
+            max_output_tokens: 1024,
+        };
+        let sub = "description = \"d\"\n";
+        let (config, diags) = compile_as(sub, Some(&parent));
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(window(&config), (4096, 1024, 0.75));
+        // Its own window: the reply size is derived from it.
+        let (config, _) = compile_as(
+            "description = \"d\"\n[limits]\ncontext_window = 8192\n",
+            Some(&parent),
+        );
+        assert_eq!(window(&config), (8192, 2048, 0.75));
+        // A reply size that does not fit the inherited window is an error.
+        let (_, diags) = compile_as(
+            "description = \"d\"\n[limits]\nmax_output_tokens = 8192\n",
+            Some(&parent),
+        );
+        assert_eq!(
+            diags,
+            [
+                "`limits.max_output_tokens` (8192) must be smaller than `limits.context_window` (4096, the parent agent's, whose model this subagent uses)"
+            ]
+        );
+        // Its own model: its own defaults.
+        let (config, _) = compile_as("description = \"d\"\nmodel = \"openai/x\"\n", Some(&parent));
+        assert_eq!(window(&config), (200_000, 8192, 0.9));
+    }
+
+    #[test]
+    fn a_subagent_without_a_description_is_told_once_and_only_when_parsed() {
+        let parent = Inherited {
+            model: "openai/x".into(),
+            providers: BTreeMap::new(),
+            context_window: 200_000,
+            max_output_tokens: 8192,
+        };
+        let (_, diags) = compile_as("mode = \"task\"\n", Some(&parent));
+        assert_eq!(diags, ["subagent `dir` has no `description`"]);
+        let (_, diags) = compile_as("mode = \n", Some(&parent));
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert!(diags[0].starts_with("invalid TOML"), "{diags:?}");
+        let (_, diags) = compile_as("description = 3\n", Some(&parent));
+        assert_eq!(diags, ["`description` must be a string, found an integer"]);
     }
 
     use std::path::Path;

@@ -54,14 +54,17 @@ pub mod code {
     pub const UNDECLARED_ENV: &str = "E0306";
 
     pub const FRONTMATTER: &str = "E0401";
-    pub const SKILL_NAME_MISMATCH: &str = "E0402";
+    pub const SKILL_NAME_MISMATCH: &str = "W0402";
     pub const INVALID_SKILL_NAME: &str = "E0403";
-    pub const DESCRIPTION_TOO_LONG: &str = "E0404";
+    pub const DESCRIPTION_TOO_LONG: &str = "W0404";
     pub const SKILL_WITHOUT_DESCRIPTION: &str = "E0405";
-    pub const BROKEN_SKILL_LINK: &str = "E0406";
+    pub const BROKEN_SKILL_LINK: &str = "W0406";
     pub const DUPLICATE_SKILL: &str = "E0407";
     pub const NOT_A_SKILL: &str = "W0408";
     pub const PACKAGE_WITHOUT_SKILL_MD: &str = "E0409";
+    pub const LINK_LEAVES_AGENT: &str = "W0410";
+    pub const UNKNOWN_PLACEHOLDER: &str = "W0411";
+    pub const RESOURCE_SKIPPED: &str = "W0412";
 
     pub const SUBAGENT_WITHOUT_DESCRIPTION: &str = "E0501";
     pub const SUBAGENT_NAME_COLLISION: &str = "E0502";

@@ -62,6 +62,10 @@ pub struct AgentFiles {
     pub root: PathBuf,
     /// This directory relative to the top-level agent directory (`""` at the top).
     pub prefix: String,
+    /// The top-level agent directory, canonical. A symbolic link is followed only to a
+    /// target inside it: a checked-out agent must not make eve read (and show the model,
+    /// or a provider) a file elsewhere on the machine.
+    pub boundary: PathBuf,
     pub agent_toml: Option<Loaded>,
     pub instructions: InstructionFiles,
     pub tools: Vec<Loaded>,
@@ -76,6 +80,7 @@ pub struct AgentFiles {
 struct Loader {
     root: PathBuf,
     prefix: String,
+    boundary: PathBuf,
     hasher: Sha256,
     problems: Vec<Diagnostic>,
 }
@@ -83,13 +88,15 @@ struct Loader {
 impl AgentFiles {
     /// Reads the agent directory at `root`. Never fails: problems become diagnostics.
     pub fn load(root: &Path) -> AgentFiles {
-        Self::load_nested(root, String::new(), 0)
+        let boundary = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        Self::load_nested(root, String::new(), 0, &boundary)
     }
 
-    fn load_nested(root: &Path, prefix: String, depth: usize) -> AgentFiles {
+    fn load_nested(root: &Path, prefix: String, depth: usize, boundary: &Path) -> AgentFiles {
         let mut loader = Loader {
             root: root.to_path_buf(),
             prefix: prefix.clone(),
+            boundary: boundary.to_path_buf(),
             hasher: Sha256::new(),
             problems: Vec::new(),
         };
@@ -116,6 +123,7 @@ impl AgentFiles {
         AgentFiles {
             root: root.to_path_buf(),
             prefix,
+            boundary: boundary.to_path_buf(),
             agent_toml,
             instructions,
             tools,
@@ -158,6 +166,10 @@ impl Loader {
     }
 
     fn read(&mut self, rel: &str) -> Option<Loaded> {
+        if let Some((link, message)) = self.escape(rel) {
+            self.problem(&link, code::UNREADABLE, message);
+            return None;
+        }
         let path = self.root.join(rel);
         match read_text(&path) {
             Ok(text) => {
@@ -177,19 +189,39 @@ impl Loader {
         }
     }
 
-    /// The entries of a folder of the agent, sorted by name, hidden ones left out.
-    fn list(&mut self, rel: &str) -> Vec<(String, EntryKind)> {
+    /// The first symbolic link on the way from this agent's directory to `rel` whose
+    /// target is outside the top-level agent directory: its path, and what to say.
+    fn escape(&self, rel: &str) -> Option<(String, String)> {
+        let mut at = self.root.clone();
+        let mut walked: Vec<&str> = Vec::new();
+        for part in rel.split('/') {
+            at.push(part);
+            walked.push(part);
+            if let Some(message) = leaves_boundary(&at, &self.boundary) {
+                return Some((walked.join("/"), message));
+            }
+        }
+        None
+    }
+
+    /// The entries of a folder of the agent, sorted by name, hidden ones left out;
+    /// `None` when the folder exists but cannot be listed (already reported).
+    fn list(&mut self, rel: &str) -> Option<Vec<(String, EntryKind)>> {
+        if let Some((link, message)) = self.escape(rel) {
+            self.problem(&link, code::UNREADABLE, message);
+            return None;
+        }
         let dir = self.root.join(rel);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
             Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
                 self.problem(rel, code::UNREADABLE, format!("`{rel}` must be a folder"));
-                return Vec::new();
+                return None;
             }
             Err(e) => {
                 self.problem(rel, code::UNREADABLE, format!("cannot read folder: {e}"));
-                return Vec::new();
+                return None;
             }
         };
         let mut out = Vec::new();
@@ -213,26 +245,31 @@ impl Loader {
             if name.starts_with('.') {
                 continue;
             }
+            let inner = format!("{rel}/{name}");
+            if let Some(message) = leaves_boundary(&entry.path(), &self.boundary) {
+                self.problem(&inner, code::UNREADABLE, message);
+                continue;
+            }
             // Follow symlinks: a link to a folder is a folder. A loop or a dangling link is a problem.
             let kind = match fs::metadata(entry.path()) {
                 Ok(m) if m.is_dir() => EntryKind::Dir,
                 Ok(_) => EntryKind::File,
                 Err(e) => {
-                    let message = if e.raw_os_error() == Some(40) {
+                    let message = if e.raw_os_error() == Some(libc::ELOOP) {
                         "symbolic link loop".to_string()
                     } else if fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_symlink()) {
                         format!("broken symbolic link: {e}")
                     } else {
                         format!("cannot read: {e}")
                     };
-                    self.problem(&format!("{rel}/{name}"), code::UNREADABLE, message);
+                    self.problem(&inner, code::UNREADABLE, message);
                     continue;
                 }
             };
             out.push((name, kind));
         }
         out.sort();
-        out
+        Some(out)
     }
 
     fn instructions(&mut self) -> InstructionFiles {
@@ -245,8 +282,11 @@ impl Loader {
                 None => InstructionFiles::Unreadable,
             },
             (false, true) => {
+                let Some(entries) = self.list("instructions") else {
+                    return InstructionFiles::Unreadable;
+                };
                 let mut parts = Vec::new();
-                for (name, kind) in self.list("instructions") {
+                for (name, kind) in entries {
                     if kind == EntryKind::File && name.ends_with(".md") {
                         if let Some(loaded) = self.read(&format!("instructions/{name}")) {
                             parts.push(loaded);
@@ -261,7 +301,7 @@ impl Loader {
 
     fn tools(&mut self) -> Vec<Loaded> {
         let mut tools = Vec::new();
-        for (name, kind) in self.list("tools") {
+        for (name, kind) in self.list("tools").unwrap_or_default() {
             let rel = format!("tools/{name}");
             if kind == EntryKind::File && name.ends_with(".toml") {
                 tools.extend(self.read(&rel));
@@ -289,7 +329,7 @@ impl Loader {
 
     fn skills(&mut self) -> Vec<SkillFile> {
         let mut skills = Vec::new();
-        for (name, kind) in self.list("skills") {
+        for (name, kind) in self.list("skills").unwrap_or_default() {
             let rel = format!("skills/{name}");
             match kind {
                 EntryKind::File => {
@@ -337,14 +377,37 @@ impl Loader {
         skills
     }
 
-    /// Every file of a packaged skill except `SKILL.md`, following links, refusing loops.
+    /// Every file of a packaged skill except `SKILL.md`, following links that stay inside
+    /// the agent directory. A file that cannot be listed is left out with a warning: the
+    /// skill works without it.
     fn resources(&mut self, rel: &str) -> Vec<String> {
         let mut resources = Vec::new();
+        let mut skipped: Vec<(PathBuf, String)> = Vec::new();
+        let boundary = self.boundary.clone();
+        let mut outside: Vec<(PathBuf, String)> = Vec::new();
         let walk = walkdir::WalkDir::new(self.root.join(rel))
             .follow_links(true)
             .sort_by_file_name()
             .into_iter()
-            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+            .filter_entry(|e| {
+                if e.depth() == 0 {
+                    return true;
+                }
+                if e.file_name().to_string_lossy().starts_with('.') {
+                    return false;
+                }
+                // Checked before walkdir descends: a link to `/usr` is never walked.
+                match e
+                    .path_is_symlink()
+                    .then(|| leaves_boundary(e.path(), &boundary))
+                {
+                    Some(Some(message)) => {
+                        outside.push((e.path().to_path_buf(), message));
+                        false
+                    }
+                    _ => true,
+                }
+            });
         for entry in walk {
             match entry {
                 Ok(entry) if entry.file_type().is_file() => {
@@ -359,30 +422,49 @@ impl Loader {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    let at = e
+                    let path = e
                         .path()
-                        .and_then(|p| p.strip_prefix(&self.root).ok())
-                        .map_or_else(|| rel.to_string(), slash_path);
-                    let message = if e.loop_ancestor().is_some() {
+                        .map_or_else(|| self.root.join(rel), Path::to_path_buf);
+                    let message = if let Some(message) = leaves_boundary(&path, &self.boundary) {
+                        // A link to `/` or another ancestor: walkdir calls it a loop,
+                        // but what matters is where it leads.
+                        message
+                    } else if e.loop_ancestor().is_some() {
                         "symbolic link loop".to_string()
                     } else {
-                        format!(
-                            "cannot read: {}",
-                            e.io_error()
-                                .map_or_else(|| e.to_string(), ToString::to_string)
-                        )
+                        describe_link_error(&path).unwrap_or_else(|| {
+                            format!(
+                                "cannot read: {}",
+                                e.io_error()
+                                    .map_or_else(|| e.to_string(), ToString::to_string)
+                            )
+                        })
                     };
-                    self.mark("problem", &at);
-                    self.problem(&at, code::UNREADABLE, message);
+                    skipped.push((path, message));
                 }
             }
+        }
+        outside.extend(skipped);
+        for (path, message) in outside {
+            let at = path
+                .strip_prefix(&self.root)
+                .map_or_else(|_| rel.to_string(), slash_path);
+            self.mark("problem", &at);
+            self.problems.push(
+                Diagnostic::warning(
+                    code::RESOURCE_SKIPPED,
+                    format!("skill resource not listed: {message}"),
+                )
+                .file(self.display(&at))
+                .note("the skill builds without it; `load_skill` does not list it"),
+            );
         }
         resources
     }
 
     fn subagents(&mut self, depth: usize) -> Vec<SubagentDir> {
         let mut subagents = Vec::new();
-        for (name, kind) in self.list("subagents") {
+        for (name, kind) in self.list("subagents").unwrap_or_default() {
             let rel = format!("subagents/{name}");
             if kind != EntryKind::Dir {
                 self.mark("other", &rel);
@@ -404,13 +486,46 @@ impl Loader {
                 );
                 continue;
             }
-            let files =
-                AgentFiles::load_nested(&self.root.join(&rel), self.display(&rel), depth + 1);
+            let files = AgentFiles::load_nested(
+                &self.root.join(&rel),
+                self.display(&rel),
+                depth + 1,
+                &self.boundary,
+            );
             self.mark("subagent", &rel);
             self.hasher.update(files.hash.as_bytes());
             subagents.push(SubagentDir { name, files });
         }
         subagents
+    }
+}
+
+/// What to say about a symbolic link at `path` whose target is outside `boundary`;
+/// `None` if it is not a link, leads inside, or leads nowhere (reported otherwise).
+fn leaves_boundary(path: &Path, boundary: &Path) -> Option<String> {
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        return None;
+    }
+    let real = fs::canonicalize(path).ok()?;
+    if real.starts_with(boundary) {
+        return None;
+    }
+    let target = fs::read_link(path)
+        .map_or_else(|_| real.display().to_string(), |t| t.display().to_string());
+    Some(format!(
+        "symbolic link to `{target}` leads outside the agent directory"
+    ))
+}
+
+/// Why a symbolic link at `path` cannot be followed, if it is one.
+fn describe_link_error(path: &Path) -> Option<String> {
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        return None;
+    }
+    match fs::canonicalize(path) {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Some("symbolic link loop".into()),
+        Err(e) => Some(format!("broken symbolic link: {e}")),
+        Ok(_) => None,
     }
 }
 
@@ -423,7 +538,7 @@ enum EntryKind {
 /// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`], never loading a larger one.
 pub fn read_text(path: &Path) -> Result<String, String> {
     let describe = |e: std::io::Error| match e.raw_os_error() {
-        Some(40) => "symbolic link loop".to_string(),
+        Some(libc::ELOOP) => "symbolic link loop".to_string(),
         _ => format!("cannot read: {e}"),
     };
     let meta = fs::metadata(path).map_err(describe)?;

@@ -82,12 +82,14 @@ fn compile_files(
         &files.root,
         diags,
     );
-    let skills = skills::compile(&files.skills, &files.root, diags);
+    let skills = skills::compile(&files.skills, &files.prefix, &files.boundary, diags);
     let mut tools = tools::compile(&files.tools, &config, !skills.is_empty(), catalog, diags);
 
     let child_inherits = config::Inherited {
         model: config.agent.model.clone(),
         providers: config.agent.providers.clone(),
+        context_window: config.agent.limits.context_window,
+        max_output_tokens: config.agent.limits.max_output_tokens,
     };
     let mut subagents = Vec::new();
     for dir in &files.subagents {
@@ -184,19 +186,9 @@ fn compile_subagent(
         catalog,
         diags,
     )?;
+    // A missing `description` is reported by `config` (E0501), only when the file was
+    // read and parsed: a TOML error must not also say "no description".
     let description = manifest.agent.description.clone();
-    if description.is_none() && dir.files.agent_toml.is_some() {
-        diags.push(
-            Diagnostic::error(
-                code::SUBAGENT_WITHOUT_DESCRIPTION,
-                format!("subagent `{}` has no `description`", dir.name),
-            )
-            .file(format!("{display}/agent.toml"))
-            .note("the parent's model reads it to decide when to hand work to this subagent")
-            .help("add `description = \"…\"` to its agent.toml"),
-        );
-        ok = false;
-    }
     (ok && diags.error_count() == before).then(|| Subagent {
         name: dir.name.clone(),
         description: description.unwrap_or_default(),

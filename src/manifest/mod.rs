@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the manifest's shape changes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A compiled agent: settings with defaults filled in, instructions, tools, skills, subagents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,12 +229,14 @@ pub struct Skill {
     /// Deferred skills are not listed in the system prompt.
     pub deferred: bool,
     pub license: Option<String>,
-    pub metadata: BTreeMap<String, String>,
+    /// The frontmatter's `metadata`, any value, as JSON; `{}` when absent.
+    pub metadata: serde_json::Value,
     /// SHA-256 of the body (the file without its frontmatter).
     pub body_hash: String,
     /// Byte offset where the body starts in the file.
     pub body_offset: usize,
-    /// Other files of a packaged skill, relative to the agent directory.
+    /// Files a packaged skill brings, relative to the agent directory, sorted: every
+    /// other file of its folder, and the files outside it that `SKILL.md` links to.
     pub resources: Vec<String>,
 }
 

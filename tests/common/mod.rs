@@ -35,7 +35,26 @@ pub fn copy_to_temp(src: &Path) -> TempCopy {
     let tmp = tempfile::tempdir().expect("temp dir");
     let path = tmp.path().join(src.file_name().unwrap());
     copy_dir(src, &path);
+    make_symlinks(&path);
     TempCopy { _tmp: tmp, path }
+}
+
+/// The repository holds no symbolic links (some fixtures need links that lead out of
+/// it, or nowhere), so a fixture lists the links it needs in `.symlinks`, one
+/// `path -> target` a line; they are made in the copy, and the list removed.
+fn make_symlinks(dir: &Path) {
+    let list = dir.join(".symlinks");
+    let Ok(text) = std::fs::read_to_string(&list) else {
+        return;
+    };
+    std::fs::remove_file(&list).unwrap();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (link, target) = line.split_once(" -> ").expect("`path -> target`");
+        let link = dir.join(link.trim());
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(target.trim(), &link).unwrap();
+    }
 }
 
 pub fn copy_dir(src: &Path, dst: &Path) {

@@ -86,6 +86,28 @@ impl LoadSkill {
             ));
         }
         let mut out = format!("<skill name=\"{name}\">\n{}\n</skill>", body.trim());
+        // Skills written for other clients name their own folder with a placeholder
+        // those clients expand; eve checks the links at build time and says here what
+        // the placeholder stands for, so the model can read the files.
+        let placeholders: Vec<&str> = crate::compiler::skills::SKILL_DIR_PLACEHOLDERS
+            .iter()
+            .copied()
+            .filter(|p| body.contains(p))
+            .collect();
+        if let (false, Some(folder)) = (placeholders.is_empty(), skill.path.strip_suffix("/SKILL.md")) {
+            let folder = ctx.agent_dir.join(folder);
+            let folder = folder.canonicalize().unwrap_or(folder);
+            out.push_str(&format!(
+                "\n\nIn these instructions, {} stand{} for this skill's folder: {}",
+                placeholders
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                if placeholders.len() == 1 { "s" } else { "" },
+                ctx.display(&folder)
+            ));
+        }
         if !skill.resources.is_empty() {
             out.push_str("\n\nResource files of this skill (read them with read_file when the instructions above refer to them):");
             for resource in &skill.resources {

@@ -1,0 +1,328 @@
+//! Skills: `skills/<name>.md` and packaged `skills/<name>/SKILL.md`, with YAML frontmatter.
+//!
+//! Skills are often written for other clients (Claude Code, Codex, Copilot…): whatever
+//! those load builds here too. Only what makes a skill unusable is an error; a foreign
+//! habit (a display name in `name:`, a long description, a link eve cannot follow) is a
+//! warning.
+
+mod frontmatter;
+mod links;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::diagnostic::{Diagnostic, Diagnostics, code};
+use super::inputs::{Loaded, SkillFile, sha256};
+use super::source::SourceFile;
+use crate::manifest::Skill;
+
+pub use frontmatter::{Split, split_frontmatter};
+pub use links::SKILL_DIR_PLACEHOLDERS;
+
+/// The longest description the Agent Skills format allows, in characters; a longer one
+/// is a warning.
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+
+/// The most characters of a description the system prompt lists; the rest is cut.
+pub const LISTED_DESCRIPTION_CHARS: usize = 1536;
+
+/// Whether a name is a valid skill or subagent name: `^[a-z0-9][a-z0-9_-]{0,63}$`.
+pub fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+/// Compiles every skill of the agent directory at `prefix` (relative to the top-level
+/// directory `boundary`, which is canonical); reports duplicate names.
+pub fn compile(
+    files: &[SkillFile],
+    prefix: &str,
+    boundary: &Path,
+    diags: &mut Diagnostics,
+) -> Vec<Skill> {
+    let place = links::Place { prefix, boundary };
+    let mut skills: Vec<Skill> = Vec::new();
+    let mut first_seen: BTreeMap<String, String> = BTreeMap::new();
+    for entry in files {
+        let Some(skill) = compile_one(entry, place, diags) else {
+            continue;
+        };
+        let file = entry.file();
+        if let Some(first) = first_seen.get(&skill.name) {
+            diags.push(
+                Diagnostic::error(
+                    code::DUPLICATE_SKILL,
+                    format!("two skills are named `{}`", skill.name),
+                )
+                .file(file.display.clone())
+                .note(format!("the other one is `{first}`"))
+                .help("rename or remove one of them"),
+            );
+            continue;
+        }
+        first_seen.insert(skill.name.clone(), file.display.clone());
+        skills.push(skill);
+    }
+    skills.sort_by(|a, b| a.name.cmp(&b.name));
+    skills
+}
+
+/// Compiles one skill, reporting every problem it has (a frontmatter error does not
+/// hide its links); `None` when one of them is an error.
+fn compile_one(
+    entry: &SkillFile,
+    place: links::Place<'_>,
+    diags: &mut Diagnostics,
+) -> Option<Skill> {
+    let (name, file, walked, packaged) = match entry {
+        SkillFile::Flat { name, file } => (name, file, &[][..], false),
+        SkillFile::Package {
+            name,
+            file,
+            resources,
+        } => (name, file, &resources[..], true),
+    };
+    let src = SourceFile::new(&file.display, &file.text);
+    let mut ok = true;
+    if !is_valid_name(name) {
+        diags.push(
+            Diagnostic::error(code::INVALID_SKILL_NAME, format!("invalid skill name `{name}`"))
+                .file(file.display.clone())
+                .note("skill names are lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64 characters")
+                .help(format!("rename it to `{}`", fix_name(name))),
+        );
+        ok = false;
+    }
+    let split = match split_frontmatter(&file.text) {
+        Ok(split) => split,
+        Err(message) => {
+            diags.push(Diagnostic::error(code::FRONTMATTER, message).at_line(&src, 1, None));
+            return None;
+        }
+    };
+    let front = match split.yaml {
+        Some(yaml) => frontmatter::read_frontmatter(yaml, split.yaml_line, &src, diags),
+        None => Some(frontmatter::Frontmatter::default()),
+    };
+    ok &= front.is_some();
+    let front = front.unwrap_or_default();
+
+    if let Some((declared, line)) = &front.name {
+        if declared != name {
+            check_declared_name(name, declared, *line, packaged, &src, diags);
+        }
+    }
+
+    let description = match &front.description {
+        Some((description, line)) => {
+            let chars = description.chars().count();
+            if chars > MAX_DESCRIPTION_CHARS {
+                let listed = if chars > LISTED_DESCRIPTION_CHARS {
+                    format!(
+                        "the system prompt lists its first {LISTED_DESCRIPTION_CHARS} characters"
+                    )
+                } else {
+                    format!(
+                        "it is listed in full; eve cuts descriptions at {LISTED_DESCRIPTION_CHARS} characters"
+                    )
+                };
+                diags.push(
+                    Diagnostic::warning(
+                        code::DESCRIPTION_TOO_LONG,
+                        format!(
+                            "skill description is {chars} characters, over the Agent Skills limit of {MAX_DESCRIPTION_CHARS}"
+                        ),
+                    )
+                    .at_line(&src, *line, None)
+                    .note(listed)
+                    .help("keep the description to what the skill is for and when to load it; put the rest in the body"),
+                );
+            }
+            Some(description.clone())
+        }
+        // A skill that was written with frontmatter but no description (or a blank one)
+        // is described by its first line, packaged or flat.
+        None => derive_description(split.body),
+    };
+    let description = match description {
+        Some(description) => listed(&description),
+        None => {
+            let help = if packaged {
+                "add `description: <when to use this skill>` to the frontmatter of `SKILL.md`"
+            } else {
+                "add a `description` in frontmatter, or a first line to the body"
+            };
+            diags.push(
+                Diagnostic::error(
+                    code::SKILL_WITHOUT_DESCRIPTION,
+                    format!("skill `{name}` has no description"),
+                )
+                .file(file.display.clone())
+                .note("the system prompt lists each skill's description so that the model knows when to load it")
+                .help(help),
+            );
+            ok = false;
+            String::new()
+        }
+    };
+
+    let mut resources = walked.to_vec();
+    if packaged {
+        let skill_dir = file
+            .path
+            .strip_suffix("/SKILL.md")
+            .unwrap_or(&file.path)
+            .to_string();
+        resources.extend(links::check(
+            split.body,
+            split.body_offset,
+            &skill_dir,
+            place,
+            &src,
+            diags,
+        ));
+        resources.sort();
+        resources.dedup();
+    }
+
+    ok.then(|| Skill {
+        name: name.to_string(),
+        description,
+        path: file.path.clone(),
+        deferred: front.deferred,
+        license: front.license,
+        metadata: front
+            .metadata
+            .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new())),
+        body_hash: sha256(split.body),
+        body_offset: split.body_offset,
+        resources,
+    })
+}
+
+/// A `name:` that differs from the path: the path wins, so the skill still works.
+fn check_declared_name(
+    name: &str,
+    declared: &str,
+    line: usize,
+    packaged: bool,
+    src: &SourceFile,
+    diags: &mut Diagnostics,
+) {
+    let what = if packaged { "folder" } else { "file" };
+    let help = if is_valid_name(declared) {
+        format!("to load it as `{declared}`, rename the {what}; to silence this, drop `name:`")
+    } else {
+        format!("drop `name:` or write `name: {name}` to silence this")
+    };
+    diags.push(
+        Diagnostic::warning(
+            code::SKILL_NAME_MISMATCH,
+            format!("skill `{name}` says its name is `{declared}`"),
+        )
+        .at_line(src, line, None)
+        .note(format!(
+            "eve names a skill after its {what}: the model lists and loads this one as `{name}`"
+        ))
+        .help(help),
+    );
+}
+
+/// A description as the system prompt lists it: at most [`LISTED_DESCRIPTION_CHARS`]
+/// characters, ending in `…` when cut.
+fn listed(description: &str) -> String {
+    if description.chars().count() <= LISTED_DESCRIPTION_CHARS {
+        return description.to_string();
+    }
+    let kept: String = description
+        .chars()
+        .take(LISTED_DESCRIPTION_CHARS - 1)
+        .collect();
+    format!("{}…", kept.trim_end())
+}
+
+/// The first non-empty, non-fence line of a body, with leading `#`, `>`, `*`, `-` stripped.
+pub fn derive_description(body: &str) -> Option<String> {
+    body.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("```") && !l.starts_with("~~~"))
+        .map(|l| {
+            l.trim_start_matches(['#', '>', '*', '-', ' '])
+                .trim()
+                .to_string()
+        })
+        .find(|l| !l.is_empty())
+}
+
+fn fix_name(name: &str) -> String {
+    let fixed: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let fixed = fixed.trim_matches('-');
+    if fixed.is_empty() {
+        "my-skill".into()
+    } else {
+        fixed.chars().take(64).collect()
+    }
+}
+
+impl SkillFile {
+    /// The skill's Markdown file.
+    pub fn file(&self) -> &Loaded {
+        match self {
+            SkillFile::Flat { file, .. } | SkillFile::Package { file, .. } => file,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn derives_a_description_from_the_first_line() {
+        assert_eq!(
+            derive_description("\n```\ncode\n```\n# Plan a trip\nmore"),
+            Some("code".into())
+        );
+        assert_eq!(
+            derive_description("\n\n> - Check the weather\n"),
+            Some("Check the weather".into())
+        );
+        assert_eq!(derive_description("  \n"), None);
+    }
+
+    #[test]
+    fn long_descriptions_are_cut_for_the_listing() {
+        let long = "word ".repeat(400);
+        let cut = listed(&long);
+        assert!(cut.chars().count() <= LISTED_DESCRIPTION_CHARS);
+        assert!(cut.ends_with("word…"), "{cut}");
+        let unbroken = "x".repeat(2000);
+        assert_eq!(listed(&unbroken).chars().count(), LISTED_DESCRIPTION_CHARS);
+        let fits = "é".repeat(LISTED_DESCRIPTION_CHARS);
+        assert_eq!(listed(&fits), fits);
+    }
+
+    #[test]
+    fn validates_names() {
+        assert!(is_valid_name("plan-a-trip_2"));
+        assert!(!is_valid_name("Plan"));
+        assert!(!is_valid_name("-x"));
+        assert!(!is_valid_name(&"a".repeat(65)));
+        assert_eq!(fix_name("Plan A Trip"), "plan-a-trip");
+    }
+}
