@@ -313,11 +313,69 @@ fn ollama_style_whole_tool_call_in_one_chunk_without_usage_or_key() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(result["end_reason"], "completed");
+    // No usage in the stream: said so, not shown as zero tokens.
+    assert_eq!(result["usage_reported"], false);
     let requests = server.requests();
     assert_eq!(requests[0].header("authorization"), None);
     assert_eq!(
         requests[1].body["messages"][3],
         json!({"role": "tool", "tool_call_id": "call_x", "content": "{\"text\":\"ollama\"}"})
+    );
+}
+
+#[test]
+fn a_server_that_reports_no_usage_is_said_so_and_compaction_estimates_instead() {
+    // llama.cpp's server streams no usage. A 1,000-token window: the 5,000 characters
+    // of the first request must be counted from their length, so the next step compacts.
+    let agent = Agent::new(
+        "name = \"mock-agent\"\nmodel = \"local/model\"\ndefault_tools = false\n[providers.local]\nbase_url = \"BASE/v1\"\n[limits]\ncontext_window = 1000\nmax_output_tokens = 100\n",
+        "Be brief.",
+        &[("echo", ECHO_TOOL)],
+    );
+    let long = "x".repeat(5_000);
+    let server = MockServer::start(vec![
+        Reply::Sse(vec![
+            openai_chunk(
+                json!({"id": "o1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "echo", "arguments": "{\"text\":\"a\"}"}}]}, "finish_reason": "tool_calls"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+        Reply::Sse(vec![
+            openai_chunk(
+                json!({"id": "o2", "choices": [{"index": 0, "delta": {"content": "Summary: a long text, then echo."}, "finish_reason": "stop"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+        Reply::Sse(vec![
+            openai_chunk(
+                json!({"id": "o3", "choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+    ]);
+    let toml = std::fs::read_to_string(agent.path().join("agent.toml")).unwrap();
+    std::fs::write(
+        agent.path().join("agent.toml"),
+        toml.replace("BASE", &server.url()),
+    )
+    .unwrap();
+    let output = eve_run()
+        .args([agent.path().to_str().unwrap(), &long])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("usage not reported"), "{stderr}");
+    assert!(!stderr.contains("0 tokens in"), "{stderr}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[1].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("You compact the history"),
+        "the second request is the summary: {}",
+        requests[1].body["messages"][0]
     );
 }
 
