@@ -58,7 +58,10 @@ pub fn compile(
                 threshold_percent: 0.9,
                 model: None,
             },
-            workspace: Workspace { root: ".".into() },
+            workspace: Workspace {
+                root: ".".into(),
+                agent_writable: false,
+            },
             providers: inherited.map(|i| i.providers.clone()).unwrap_or_default(),
         },
         instructions_env: Vec::new(),
@@ -235,6 +238,9 @@ fn read_agent(
             } else {
                 agent.workspace.root = dir.value;
             }
+        }
+        if let Some(writable) = workspace.bool("agent_writable") {
+            agent.workspace.agent_writable = writable.value;
         }
         workspace.finish();
     }

@@ -389,6 +389,7 @@ impl Harness {
         ToolContext {
             workspace: self.config.workspace.clone(),
             agent_dir: self.config.agent_dir.clone(),
+            agent_writable: self.config.manifest.agent.workspace.agent_writable,
             cancel: cancel.clone(),
             hidden_env: Arc::new(self.config.hidden_env.clone()),
             state: self.state.clone(),

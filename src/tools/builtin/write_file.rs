@@ -4,11 +4,13 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use crate::tools::files::{check_fresh, count_lines, lines, write_atomic};
-use crate::tools::state::Stamp;
-use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::catalog::{Availability, BuiltinTool};
+use crate::tools::files::{Stopped, blocking, check_fresh, count_lines, interrupted, lines, write_atomic};
+use crate::tools::state::Stamp;
+use crate::tools::workspace::Access;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 
 /// What the model is told about `write_file`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -53,23 +55,24 @@ struct Input {
 #[derive(Debug, Clone, Copy)]
 pub struct WriteFile;
 
-fn write(ctx: &ToolContext, input: Input) -> ToolOutput {
-    let path = match ctx.resolve(&input.path) {
-        Ok(path) => path,
+fn write(ctx: &ToolContext, input: Input, stop: &CancellationToken) -> ToolOutput {
+    let resolved = match ctx.resolve(&input.path, Access::Write) {
+        Ok(resolved) => resolved,
         Err(e) => return e,
     };
-    let shown = ctx.display(&path);
-    if path.is_dir() {
-        return ToolOutput::error(format!("`{shown}` is a folder; give the path of a file"));
-    }
-    let previous = match check_fresh(ctx, &path) {
+    let shown = ctx.display(&resolved.path);
+    let previous = match check_fresh(ctx, &resolved, None, stop) {
         Ok(previous) => previous,
         Err(refused) => return refused,
     };
-    if let Err(e) = write_atomic(&path, input.content.as_bytes()) {
+    if stop.is_cancelled() {
+        return interrupted();
+    }
+    if let Err(e) = write_atomic(&resolved, input.content.as_bytes()) {
         return ToolOutput::error(format!("cannot write `{shown}`: {e}"));
     }
-    ctx.state.stamp(&path, Stamp::of(input.content.as_bytes()));
+    ctx.state
+        .stamp(&resolved.path, Stamp::of(input.content.as_bytes()));
     let size = format!(
         "{}, {} bytes",
         lines(count_lines(&input.content)),
@@ -79,7 +82,7 @@ fn write(ctx: &ToolContext, input: Input) -> ToolOutput {
         None => ToolOutput::ok(format!("Created `{shown}` ({size}).")),
         Some(old) => ToolOutput::ok(format!(
             "Wrote `{shown}` ({size}; it had {}).",
-            lines(count_lines(&String::from_utf8_lossy(&old)))
+            lines(old.lines)
         )),
     }
 }
@@ -91,17 +94,21 @@ impl ToolExec for WriteFile {
                 Ok(input) => input,
                 Err(e) => return e,
             };
-            let ctx = ctx.clone();
-            tokio::task::spawn_blocking(move || write(&ctx, input))
-                .await
-                .unwrap_or_else(|e| ToolOutput::error(format!("write_file stopped: {e}")))
+            let task = ctx.clone();
+            match blocking(ctx, None, move |stop| write(&task, input, &stop)).await {
+                Ok((out, _)) => out,
+                Err(Stopped) => interrupted(),
+            }
         }
         .boxed()
     }
 }
 
 /// `write_file` for an agent, configured by its manifest entry.
-pub fn build(_tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &crate::manifest::Tool,
+    _manifest: &crate::manifest::Manifest,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(WriteFile))
 }
 
