@@ -308,4 +308,93 @@ mod tests {
         assert!(!out.is_error, "{out:?}");
         assert_eq!(content(&ctx), "one\r\n2\r\nthree\r\n");
     }
+
+    #[tokio::test]
+    async fn replace_all_with_many_matches_is_exact_and_its_diff_capped() {
+        let text = "let x = 1;\n".repeat(200_000);
+        let (_tmp, ctx) = setup(&text).await;
+        let out = edit(&ctx, "x", "y", true).await;
+        assert!(!out.is_error, "{}", &out.content[..200]);
+        assert!(
+            out.content.starts_with("Edited `lib.rs` (200000 replacements):\n--- a/lib.rs\n+++ b/lib.rs\n@@ -1,"),
+            "{}",
+            &out.content[..200]
+        );
+        assert!(out.content.lines().count() <= replace::MAX_DIFF_LINES + 5);
+        assert!(
+            out.content.ends_with("more replacements are not shown)"),
+            "{}",
+            &out.content[out.content.len() - 100..]
+        );
+        assert_eq!(content(&ctx), "let y = 1;\n".repeat(200_000));
+    }
+
+    #[tokio::test]
+    async fn an_ambiguous_string_lists_the_first_lines_only() {
+        let text = "same\n".repeat(40_000);
+        let (_tmp, ctx) = setup(&text).await;
+        let out = edit(&ctx, "same", "other", false).await;
+        assert_eq!(
+            out,
+            ToolOutput::error(
+                "old_string occurs 40000 times in `lib.rs` (at lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 39980 more); include more surrounding lines to make it unique, or set replace_all to change every occurrence"
+            )
+        );
+        assert_eq!(content(&ctx), text);
+    }
+
+    #[tokio::test]
+    async fn the_closest_text_hint_is_bounded_on_long_lines() {
+        let mut text: String = (0..2000)
+            .map(|i| format!("{i:04}{}\n", "abc ".repeat(750)))
+            .collect();
+        text.push_str("fn target() {}\n");
+        let (_tmp, ctx) = setup(&text).await;
+        let out = edit(&ctx, "fn  target() {}", "fn other() {}", false).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("> 2001\tfn target() {}"), "{}", &out.content[..300]);
+        // Every line of the hint is cut, whatever the length of the file's lines.
+        assert!(out.content.len() < 3 * 1024, "{}", out.content.len());
+    }
+
+    #[tokio::test]
+    async fn fifos_and_the_agents_definition_are_refused() {
+        let (_tmp, ctx) = setup("x\n").await;
+        let pipe = ctx.workspace.join("pipe");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &pipe, rustix::fs::Mode::from_raw_mode(0o644))
+            .unwrap();
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            EditFile.call(
+                &json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+                &ctx,
+            ),
+        )
+        .await
+        .unwrap();
+        assert!(out.content.starts_with("`pipe` is a FIFO (named pipe)"), "{out:?}");
+
+        // The agent directory is the workspace.
+        let agent = ToolContext::new(ctx.workspace.clone(), ctx.workspace.clone());
+        std::fs::write(ctx.workspace.join("agent.toml"), "name = \"a\"\n").unwrap();
+        ReadFile.call(&json!({"path": "agent.toml"}), &agent).await;
+        let out = EditFile
+            .call(
+                &json!({"path": "AGENT.toml", "old_string": "a", "new_string": "b"}),
+                &agent,
+            )
+            .await;
+        assert!(out.content.contains("part of the agent's own definition"), "{out:?}");
+        let out = EditFile
+            .call(
+                &json!({"path": "agent.toml", "old_string": "a", "new_string": "b"}),
+                &agent,
+            )
+            .await;
+        assert!(out.content.contains("part of the agent's own definition"), "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(ctx.workspace.join("agent.toml")).unwrap(),
+            "name = \"a\"\n"
+        );
+    }
 }

@@ -536,4 +536,42 @@ pub(super) mod tests {
         assert!(rel(" ").is_err());
         assert_eq!(rel("./").unwrap(), "**");
     }
+
+    #[tokio::test]
+    async fn fifos_and_the_agents_state_are_not_listed() {
+        let f = fixture(&[
+            ("a.rs", ""),
+            ("agent/tools/x.toml", ""),
+            ("agent/.eve/sessions/s1.jsonl", ""),
+        ]);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            f.root.join("pipe.rs"),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let ctx = ToolContext::new(f.root.clone(), f.root.join("agent"));
+        let out = GlobTool::default()
+            .call(&json!({"pattern": "**/*"}), &ctx)
+            .await;
+        assert_eq!(lines(&out), ["a.rs", "agent/tools/x.toml"]);
+        let out = GlobTool::default()
+            .call(&json!({"pattern": "*", "path": "agent/.eve"}), &ctx)
+            .await;
+        assert!(out.content.contains("`.eve/` folder"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn ignore_files_of_the_folders_above_apply() {
+        let f = fixture(&[
+            (".gitignore", "*.log\n!keep.log\n"),
+            ("src/.ignore", "gen/\n"),
+            ("src/a.log", ""),
+            ("src/keep.log", ""),
+            ("src/gen/x.rs", ""),
+            ("src/b.rs", ""),
+        ]);
+        let out = glob(&f, json!({"pattern": "**/*", "path": "src"})).await;
+        assert_eq!(lines(&out), ["src/.ignore", "src/b.rs", "src/keep.log"]);
+    }
 }

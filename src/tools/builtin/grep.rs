@@ -185,6 +185,8 @@ struct Skipped {
 /// One walker thread's tools and findings.
 struct Worker {
     searcher: Searcher,
+    /// Searches the part of a binary file before its first NUL byte.
+    prefix: Searcher,
     matcher: RegexMatcher,
     found: Vec<Hits>,
     skipped: Skipped,
@@ -248,12 +250,17 @@ async fn run(
         .before_context(context)
         .after_context(context)
         .heap_limit(Some(MAX_LINE_BYTES));
+    let mut prefix = SearcherBuilder::new();
+    prefix
+        .binary_detection(BinaryDetection::none())
+        .heap_limit(Some(MAX_LINE_BYTES));
 
     let agents = ctx.policy().agent_ids();
     let workspace = ctx.workspace.clone();
     let ((found, skipped), timed_out) = blocking(ctx, Some(timeout), move |stop| {
         let worker = || Worker {
             searcher: searcher.build(),
+            prefix: prefix.build(),
             matcher: matcher.clone(),
             found: Vec::new(),
             skipped: Skipped::default(),
@@ -389,31 +396,51 @@ fn search(
         kept: 0,
         total: 0,
         lines: Vec::new(),
-        binary: false,
+        binary: None,
     };
-    let searched = worker.searcher.search_reader(
-        &worker.matcher,
-        Stoppable { file, stop },
-        &mut sink,
-    );
+    let mut reader = Stoppable { file, stop };
+    let searched = worker
+        .searcher
+        .search_reader(&worker.matcher, &mut reader, &mut sink);
     match searched {
         Err(e) if e.to_string().contains("allocation limit") => {
             worker.skipped.long_lines.push(path);
         }
         // Unreadable files are skipped, like ripgrep's quiet mode.
         Err(_) => {}
-        Ok(()) if sink.binary => {
-            if sink.total > 0 {
-                worker.skipped.binary.push(path);
+        Ok(()) => match sink.binary {
+            // The searcher stops at a NUL byte without searching the buffer it is in,
+            // so the text before it is searched here, to say the file was skipped.
+            Some(offset) => {
+                if sink.total > 0 || matches_before(worker, &mut reader, offset) {
+                    worker.skipped.binary.push(path);
+                }
             }
-        }
-        Ok(()) if sink.total > 0 => worker.found.push(Hits {
-            path,
-            total: sink.total,
-            lines: sink.lines,
-        }),
-        Ok(()) => {}
+            None if sink.total > 0 => worker.found.push(Hits {
+                path,
+                total: sink.total,
+                lines: sink.lines,
+            }),
+            None => {}
+        },
     }
+}
+
+/// Whether the first `len` bytes of the file hold a match.
+fn matches_before(worker: &mut Worker, reader: &mut Stoppable<'_>, len: u64) -> bool {
+    use std::io::Seek;
+    if reader.file.seek(io::SeekFrom::Start(0)).is_err() {
+        return false;
+    }
+    let mut found = false;
+    let sink = grep_searcher::sinks::Bytes(|_, _| {
+        found = true;
+        Ok(false)
+    });
+    let searched = worker
+        .prefix
+        .search_reader(&worker.matcher, reader.take(len), sink);
+    searched.is_ok() && found
 }
 
 struct FileSink {
@@ -423,7 +450,8 @@ struct FileSink {
     kept: usize,
     total: usize,
     lines: Vec<Line>,
-    binary: bool,
+    /// Where the first NUL byte is, in a binary file.
+    binary: Option<u64>,
 }
 
 impl FileSink {
@@ -475,8 +503,8 @@ impl Sink for FileSink {
         Ok(true)
     }
 
-    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, io::Error> {
-        self.binary = true;
+    fn binary_data(&mut self, _: &Searcher, offset: u64) -> Result<bool, io::Error> {
+        self.binary = Some(offset);
         Ok(false)
     }
 }
@@ -730,7 +758,10 @@ mod tests {
         write(&f.root, ".git/HEAD", "run()\n");
         write(&f.root, ".config/x.toml", "run()\n");
         let out = grep(&f, json!({"pattern": "run\\(", "path": "web"})).await;
-        assert_eq!(out.content, "web/app.js\nweb/app.ts\nweb/app.tsx");
+        assert_eq!(
+            out.content,
+            "web/app.js\nweb/app.ts\nweb/app.tsx\n(1 file matched before a NUL byte and was skipped as binary: `web/blob.bin`)"
+        );
         let out = grep(&f, json!({"pattern": "run\\(", "glob": "*.{toml,js}"})).await;
         assert_eq!(out.content, ".config/x.toml\nweb/app.js");
     }
@@ -852,5 +883,80 @@ mod tests {
         assert!(out.is_error);
         let out = grep(&f, json!({"pattern": "secret", "path": "file_link"})).await;
         assert!(out.is_error);
+    }
+
+    #[tokio::test]
+    async fn a_binary_file_that_matches_is_said_to_be_skipped() {
+        let f = fixture(&[("a.txt", "nothing\n")]);
+        let mut blob = b"needle\n".repeat(2000);
+        blob.extend_from_slice(&[0, 1, 2]);
+        blob.extend_from_slice(b"needle\n");
+        std::fs::write(f.root.join("blob.bin"), &blob).unwrap();
+        std::fs::write(f.root.join("other.bin"), b"\x00no match\n").unwrap();
+        let out = grep(&f, json!({"pattern": "needle"})).await;
+        assert_eq!(
+            out.content,
+            "No matches for `needle` in `.`.\n(1 file matched before a NUL byte and was skipped as binary: `blob.bin`)"
+        );
+        let out = grep(&f, json!({"pattern": "needle", "path": "blob.bin"})).await;
+        assert!(out.content.ends_with("skipped as binary: `blob.bin`)"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn a_file_with_a_huge_line_is_skipped_saying_so() {
+        let f = fixture(&[("small.txt", "needle\n")]);
+        let mut huge = vec![b'x'; MAX_LINE_BYTES + 1024];
+        huge.extend_from_slice(b" needle\n");
+        std::fs::write(f.root.join("huge.txt"), &huge).unwrap();
+        let out = grep(&f, json!({"pattern": "needle"})).await;
+        assert_eq!(
+            out.content,
+            "small.txt\n(1 file skipped: a line longer than 8 MiB: `huge.txt`)"
+        );
+    }
+
+    #[tokio::test]
+    async fn fifos_are_skipped_or_refused_without_blocking() {
+        let f = fixture(&[("a.txt", "needle\n")]);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            f.root.join("pipe"),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            grep(&f, json!({"pattern": "needle"})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.content, "a.txt");
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            grep(&f, json!({"pattern": "needle", "path": "pipe"})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            out.content,
+            "`pipe` is a FIFO (named pipe), not a file or a folder: grep searches regular files"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_agents_state_is_never_searched() {
+        let f = fixture(&[
+            ("agent/agent.toml", "needle\n"),
+            ("agent/.eve/sessions/s1.jsonl", "needle\n"),
+        ]);
+        let ctx = ToolContext::new(f.root.clone(), f.root.join("agent"));
+        let out = GrepTool::default()
+            .call(&json!({"pattern": "needle"}), &ctx)
+            .await;
+        assert_eq!(out.content, "agent/agent.toml");
+        let out = GrepTool::default()
+            .call(&json!({"pattern": "needle", "path": "agent/.eve"}), &ctx)
+            .await;
+        assert!(out.content.contains("`.eve/` folder"), "{}", out.content);
     }
 }

@@ -495,4 +495,98 @@ mod tests {
             "(`empty` is empty)"
         );
     }
+
+    /// Fails instead of hanging when a call never returns.
+    async fn returns<F: std::future::Future>(call: F) -> F::Output {
+        tokio::time::timeout(std::time::Duration::from_secs(60), call)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn fifos_and_sockets_are_refused_without_blocking() {
+        let (_tmp, ctx) = setup();
+        let pipe = ctx.workspace.join("pipe");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &pipe, rustix::fs::Mode::from_raw_mode(0o644))
+            .unwrap();
+        let out = returns(read_file(&ctx, json!({"path": "pipe"}))).await;
+        assert_eq!(
+            out,
+            ToolOutput::error(
+                "`pipe` is a FIFO (named pipe), not a regular file: file tools only read and write regular files"
+            )
+        );
+        let _socket = std::os::unix::net::UnixListener::bind(ctx.workspace.join("sock")).unwrap();
+        let out = returns(read_file(&ctx, json!({"path": "sock"}))).await;
+        assert!(out.content.starts_with("`sock` is a socket, not a regular file"), "{out:?}");
+        // A device is outside the workspace, and a link to one is refused as such.
+        std::os::unix::fs::symlink("/dev/zero", ctx.workspace.join("zero")).unwrap();
+        let out = returns(read_file(&ctx, json!({"path": "zero"}))).await;
+        assert!(out.content.contains("a symlink leads to `/dev/zero`"), "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn a_page_is_capped_in_bytes_and_says_where_to_go_on() {
+        let (_tmp, ctx) = setup();
+        let line = "x".repeat(1999);
+        let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
+        std::fs::write(ctx.workspace.join("wide.txt"), &text).unwrap();
+        let out = read_file(&ctx, json!({"path": "wide.txt", "limit": 1000})).await;
+        let shown = out.content.lines().count() - 1;
+        assert!(out.content.len() <= MAX_PAGE_BYTES + 2 * 2010, "{}", out.content.len());
+        assert!(
+            out.content.ends_with(&format!(
+                "… (lines 1–{shown} of 1000, as one call returns at most 256 KiB; pass offset={} to read on)",
+                shown + 1
+            )),
+            "{}",
+            &out.content[out.content.len() - 120..]
+        );
+        // The stamp still covers the whole file.
+        assert_eq!(
+            ctx.state.stamp_of(&ctx.workspace.join("wide.txt")),
+            Some(Stamp::of(text.as_bytes()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_line_costs_only_its_shown_part_and_multibyte_text_is_cut_whole() {
+        let (_tmp, ctx) = setup();
+        // Characters split across read chunks stay whole.
+        let text = format!("{}\nend\r\n", "é€".repeat(100_000));
+        std::fs::write(ctx.workspace.join("wide.txt"), &text).unwrap();
+        let out = read_file(&ctx, json!({"path": "wide.txt"})).await;
+        let first = out.content.lines().next().unwrap();
+        assert_eq!(
+            first,
+            format!(
+                "     1\t{} … [line cut at 2000 of 200000 characters]",
+                "é€".repeat(1000)
+            )
+        );
+        assert!(out.content.ends_with("     2\tend"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn whole_floats_are_accepted_for_integers() {
+        let (_tmp, ctx) = setup();
+        std::fs::write(ctx.workspace.join("a.txt"), "one\ntwo\n").unwrap();
+        let out = read_file(&ctx, json!({"path": "a.txt", "offset": 2.0, "limit": 1.0})).await;
+        assert_eq!(out, ToolOutput::ok("     2\ttwo\n… (lines 2–2 of 2)"));
+    }
+
+    #[tokio::test]
+    async fn the_agents_state_is_not_readable_through_any_path() {
+        let (_tmp, ctx) = setup();
+        let sessions = ctx.workspace.join("agent/.eve/sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        std::fs::write(sessions.join("s1.jsonl"), "{\"secret\": true}\n").unwrap();
+        let ctx = ToolContext::new(ctx.workspace.clone(), ctx.workspace.join("agent"));
+        std::os::unix::fs::symlink("agent/.eve", ctx.workspace.join("state")).unwrap();
+        for path in ["agent/.eve/sessions/s1.jsonl", "state/sessions/s1.jsonl", "agent/./.EVE/sessions/s1.jsonl"] {
+            let out = read_file(&ctx, json!({"path": path})).await;
+            assert!(out.is_error, "{path}: {out:?}");
+            assert!(out.content.contains("the agent's `.eve/` folder"), "{path}: {out:?}");
+        }
+    }
 }
