@@ -411,11 +411,10 @@ fn search(
         Ok(()) => match sink.binary {
             // The searcher stops at a NUL byte without searching the buffer it is in,
             // so the text before it is searched here, to say the file was skipped.
-            Some(offset) => {
-                if sink.total > 0 || matches_before(worker, &mut reader, offset) {
-                    worker.skipped.binary.push(path);
-                }
+            Some(offset) if sink.total > 0 || matches_before(worker, &mut reader, offset) => {
+                worker.skipped.binary.push(path);
             }
+            Some(_) => {}
             None if sink.total > 0 => worker.found.push(Hits {
                 path,
                 total: sink.total,
