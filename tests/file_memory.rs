@@ -113,7 +113,11 @@ fn a_page_of_a_4_gib_sparse_file_costs_kilobytes() {
     );
     assert!(peak < 2 * MIB, "read_file held {peak} bytes");
     let (out, peak) = measure(&GrepTool::default(), json!({"pattern": "text"}), &ctx);
-    assert!(out.content.contains("skipped as binary: `huge.log`"), "{}", out.content);
+    assert!(
+        out.content.contains("skipped as binary: `huge.log`"),
+        "{}",
+        out.content
+    );
     assert!(peak < 4 * MIB, "grep held {peak} bytes");
 }
 
@@ -128,7 +132,8 @@ fn a_32_mib_line_costs_what_is_shown() {
 
     let (out, peak) = measure(&ReadFile, json!({"path": "wide.txt", "limit": 1}), &ctx);
     assert!(
-        out.content.starts_with(&format!("     1\t{}", "x".repeat(2000))),
+        out.content
+            .starts_with(&format!("     1\t{}", "x".repeat(2000))),
         "{}",
         &out.content[..100]
     );

@@ -109,7 +109,10 @@ async fn a_folder_swapped_for_a_symlink_mid_call_never_leads_outside() {
         let out = call(&grep, json!({"pattern": "SECRET", "path": "a"}), &ctx).await;
         assert!(!out.contains("f.txt"), "grep read outside: {out}");
         let out = call(&glob, json!({"pattern": "**/only-outside.txt"}), &ctx).await;
-        assert!(out.starts_with("No files matched"), "glob listed outside: {out}");
+        assert!(
+            out.starts_with("No files matched"),
+            "glob listed outside: {out}"
+        );
     }
 
     let swaps = swapper.stop();
@@ -137,11 +140,7 @@ fn agent(agent_toml_extra: &str, script: &str) -> Agent {
     )
     .unwrap();
     std::fs::write(dir.join("instructions.md"), "Work here.\n").unwrap();
-    std::fs::write(
-        dir.join("tools/bash.toml"),
-        "approval = \"always\"\n",
-    )
-    .unwrap();
+    std::fs::write(dir.join("tools/bash.toml"), "approval = \"always\"\n").unwrap();
     std::fs::write(dir.join("replies.yaml"), script).unwrap();
     std::os::unix::fs::symlink("tools", dir.join("shortcut")).unwrap();
     Agent {
@@ -208,7 +207,11 @@ fn the_model_cannot_rewrite_its_agent_or_its_session_log() {
         String::from_utf8_lossy(&output.stderr)
     );
     let results = results(&agent);
-    assert!(results[0].iter().all(|(_, error)| !error), "{:?}", results[0]);
+    assert!(
+        results[0].iter().all(|(_, error)| !error),
+        "{:?}",
+        results[0]
+    );
     let attacks = &results[1];
     assert_eq!(attacks.len(), 5);
     for (content, error) in &attacks[..3] {

@@ -272,4 +272,28 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         assert!(scan(&file, None, &stop).unwrap().is_err());
     }
+
+    #[tokio::test]
+    async fn dropping_a_call_stops_its_blocking_work() {
+        let ctx = ToolContext::new("/".into(), "/".into());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let call = blocking(&ctx, None, move |stop| {
+            while !stop.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _ = tx.send(());
+        });
+        // A caller's timeout drops the call…
+        let _ = tokio::time::timeout(Duration::from_millis(20), call).await;
+        // …and the work on the other thread sees it and ends.
+        rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_turn_is_an_error() {
+        let ctx = ToolContext::new("/".into(), "/".into());
+        ctx.cancel.cancel();
+        let out = blocking(&ctx, None, |stop| stop.is_cancelled()).await;
+        assert_eq!(out, Err(Stopped));
+    }
 }

@@ -76,7 +76,8 @@ impl Policy {
             dir = path
                 .parent()
                 .filter(|p| p.file_name().is_some_and(|n| n == "subagents"))
-                .and_then(Path::parent);
+                .and_then(Path::parent)
+                .filter(|p| p.join("agent.toml").is_file());
         }
         Policy {
             agents,
