@@ -6,119 +6,133 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::path::PathBuf;
 
 use common::eve;
-use eve::tools::builtin::glob::GlobTool;
-use eve::tools::builtin::grep::GrepTool;
-use eve::tools::builtin::read_file::ReadFile;
-use eve::tools::builtin::write_file::WriteFile;
-use eve::tools::{ToolContext, ToolExec};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-/// Swaps `ws/a` between a real folder and a symlink to `outside` until stopped.
-struct Swapper {
-    stop: Arc<AtomicBool>,
-    swaps: Arc<AtomicUsize>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
+/// A neighbour process swapping a folder for a symlink while the tools run.
+#[cfg(target_os = "linux")]
+mod race {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-impl Swapper {
-    fn start(ws: &Path, outside: &Path) -> Swapper {
-        let real = ws.join("a");
-        let parked = ws.join("a.real");
-        let link = ws.join("a.link");
-        std::os::unix::fs::symlink(outside, &link).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let swaps = Arc::new(AtomicUsize::new(0));
-        let thread = std::thread::spawn({
-            let (stop, swaps) = (stop.clone(), swaps.clone());
-            move || {
-                while !stop.load(Ordering::Relaxed) {
-                    // `a` becomes the link…
-                    if std::fs::rename(&real, &parked).is_ok() {
-                        let _ = std::fs::rename(&link, &real);
+    use eve::tools::builtin::glob::GlobTool;
+    use eve::tools::builtin::grep::GrepTool;
+    use eve::tools::builtin::read_file::ReadFile;
+    use eve::tools::builtin::write_file::WriteFile;
+    use eve::tools::{ToolContext, ToolExec};
+    use serde_json::{Value, json};
+
+    /// Swaps `ws/a` between a real folder and a symlink to `outside` until stopped, each
+    /// swap one atomic exchange, so `a` always exists as one or the other.
+    struct Swapper {
+        stop: Arc<AtomicBool>,
+        swaps: Arc<AtomicUsize>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Swapper {
+        fn start(ws: &Path, outside: &Path) -> Swapper {
+            let real = ws.join("a");
+            let link = ws.join("a.link");
+            std::os::unix::fs::symlink(outside, &link).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let swaps = Arc::new(AtomicUsize::new(0));
+            let thread = std::thread::spawn({
+                let (stop, swaps) = (stop.clone(), swaps.clone());
+                move || {
+                    let exchange = || {
+                        rustix::fs::renameat_with(
+                            rustix::fs::CWD,
+                            &real,
+                            rustix::fs::CWD,
+                            &link,
+                            rustix::fs::RenameFlags::EXCHANGE,
+                        )
+                        .unwrap()
+                    };
+                    while !stop.load(Ordering::Relaxed) {
+                        // `a` becomes the link, then the folder again.
+                        exchange();
                         std::thread::yield_now();
-                        // …and the folder again.
-                        let _ = std::fs::rename(&real, &link);
-                        let _ = std::fs::rename(&parked, &real);
+                        exchange();
                         swaps.fetch_add(1, Ordering::Relaxed);
+                        std::thread::yield_now();
                     }
-                    std::thread::yield_now();
                 }
+            });
+            Swapper {
+                stop,
+                swaps,
+                thread: Some(thread),
             }
-        });
-        Swapper {
-            stop,
-            swaps,
-            thread: Some(thread),
+        }
+
+        fn stop(mut self) -> usize {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(thread) = self.thread.take() {
+                thread.join().unwrap();
+            }
+            self.swaps.load(Ordering::Relaxed)
         }
     }
 
-    fn stop(mut self) -> usize {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.join().unwrap();
+    fn race_setup() -> (tempfile::TempDir, PathBuf, PathBuf, ToolContext) {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(ws.join("a")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(ws.join("a/f.txt"), "inside\n").unwrap();
+        std::fs::write(outside.join("f.txt"), "SECRET\n").unwrap();
+        std::fs::write(outside.join("only-outside.txt"), "SECRET\n").unwrap();
+        let ctx = ToolContext::new(ws.clone(), base.join("agent"));
+        (tmp, ws, outside, ctx)
+    }
+
+    async fn call(tool: &dyn ToolExec, input: Value, ctx: &ToolContext) -> String {
+        tool.call(&input, ctx).await.content
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_folder_swapped_for_a_symlink_mid_call_never_leads_outside() {
+        let (_tmp, ws, outside, ctx) = race_setup();
+        let swapper = Swapper::start(&ws, &outside);
+
+        for _ in 0..400 {
+            let out = call(&ReadFile, json!({"path": "a/f.txt"}), &ctx).await;
+            assert!(!out.contains("SECRET"), "read_file read outside: {out}");
         }
-        self.swaps.load(Ordering::Relaxed)
+        for i in 0..200 {
+            let path = format!("a/w{i}.txt");
+            call(&WriteFile, json!({"path": path, "content": "x"}), &ctx).await;
+            assert!(
+                !outside.join(format!("w{i}.txt")).exists(),
+                "write_file wrote outside"
+            );
+        }
+        let grep = GrepTool::default();
+        let glob = GlobTool::default();
+        for _ in 0..100 {
+            let out = call(&grep, json!({"pattern": "SECRET"}), &ctx).await;
+            assert!(out.starts_with("No matches"), "grep read outside: {out}");
+            let out = call(&grep, json!({"pattern": "SECRET", "path": "a"}), &ctx).await;
+            assert!(!out.contains("f.txt"), "grep read outside: {out}");
+            let out = call(&glob, json!({"pattern": "**/only-outside.txt"}), &ctx).await;
+            assert!(
+                out.starts_with("No files matched"),
+                "glob listed outside: {out}"
+            );
+        }
+
+        let swaps = swapper.stop();
+        assert!(swaps > 0, "the folder was never swapped");
+        let written = std::fs::read_dir(&outside).unwrap().count();
+        assert_eq!(written, 2, "nothing was created outside");
     }
-}
-
-fn race_setup() -> (tempfile::TempDir, PathBuf, PathBuf, ToolContext) {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let ws = base.join("ws");
-    let outside = base.join("outside");
-    std::fs::create_dir_all(ws.join("a")).unwrap();
-    std::fs::create_dir_all(&outside).unwrap();
-    std::fs::write(ws.join("a/f.txt"), "inside\n").unwrap();
-    std::fs::write(outside.join("f.txt"), "SECRET\n").unwrap();
-    std::fs::write(outside.join("only-outside.txt"), "SECRET\n").unwrap();
-    let ctx = ToolContext::new(ws.clone(), base.join("agent"));
-    (tmp, ws, outside, ctx)
-}
-
-async fn call(tool: &dyn ToolExec, input: Value, ctx: &ToolContext) -> String {
-    tool.call(&input, ctx).await.content
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_folder_swapped_for_a_symlink_mid_call_never_leads_outside() {
-    let (_tmp, ws, outside, ctx) = race_setup();
-    let swapper = Swapper::start(&ws, &outside);
-
-    for _ in 0..400 {
-        let out = call(&ReadFile, json!({"path": "a/f.txt"}), &ctx).await;
-        assert!(!out.contains("SECRET"), "read_file read outside: {out}");
-    }
-    for i in 0..200 {
-        let path = format!("a/w{i}.txt");
-        call(&WriteFile, json!({"path": path, "content": "x"}), &ctx).await;
-        assert!(
-            !outside.join(format!("w{i}.txt")).exists(),
-            "write_file wrote outside"
-        );
-    }
-    let grep = GrepTool::default();
-    let glob = GlobTool::default();
-    for _ in 0..100 {
-        let out = call(&grep, json!({"pattern": "SECRET"}), &ctx).await;
-        assert!(out.starts_with("No matches"), "grep read outside: {out}");
-        let out = call(&grep, json!({"pattern": "SECRET", "path": "a"}), &ctx).await;
-        assert!(!out.contains("f.txt"), "grep read outside: {out}");
-        let out = call(&glob, json!({"pattern": "**/only-outside.txt"}), &ctx).await;
-        assert!(
-            out.starts_with("No files matched"),
-            "glob listed outside: {out}"
-        );
-    }
-
-    let swaps = swapper.stop();
-    assert!(swaps > 0, "the folder was never swapped");
-    let written = std::fs::read_dir(&outside).unwrap().count();
-    assert_eq!(written, 2, "nothing was created outside");
 }
 
 struct Agent {

@@ -346,12 +346,13 @@ fn level(dir: File, name: OsString) -> io::Result<Level> {
     })
 }
 
-/// Opens the folder `name` in `dir`, never through a symlink.
+/// Opens the folder `name` in `dir`, never through a symlink (and never waiting on
+/// something that is not a folder).
 pub fn open_dir<Fd: rustix::fd::AsFd, P: rustix::path::Arg>(dir: Fd, name: P) -> io::Result<File> {
     let fd = rustix::fs::openat(
         dir,
         name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
     Ok(File::from(fd))
