@@ -12,7 +12,7 @@
 //! read or written, and its definition (`agent.toml`, `instructions*`, `tools/`…) is
 //! not written unless the author allows it.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -54,9 +54,10 @@ pub struct AgentDir {
 /// What the tools may do with the agent's own files.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    /// The agent's directory and those of the agents it is a subagent of.
+    /// The agent's own directory first, then those of the agents it is a subagent of.
     pub agents: Vec<AgentDir>,
-    /// Whether the definition may be written (`[workspace] agent_writable`).
+    /// Whether the agent's own definition may be written (`[workspace] agent_writable`);
+    /// the definitions of the agents above it never are.
     pub agent_writable: bool,
 }
 
@@ -92,7 +93,7 @@ impl Policy {
 }
 
 /// Whether `name`, an entry of an agent directory, is its state folder.
-pub fn is_state(name: &std::ffi::OsStr) -> bool {
+pub fn is_state(name: &OsStr) -> bool {
     name.to_str().is_some_and(|n| n.eq_ignore_ascii_case(STATE))
 }
 
@@ -178,20 +179,27 @@ fn open_in(
         Refusal::Io(e) => format!("`{given}`: {e}"),
     })?;
     let path = found.path(base);
-    if let Some((kind, inside)) = guarded(policy, &opened, &found) {
+    if let Some(hit) = guarded(policy, &opened, &found) {
         let shown = display(workspace, &path);
         let named = if shown == given.trim_end_matches('/') {
             format!("`{given}`")
         } else {
             format!("`{given}` (which is `{shown}`)")
         };
-        match kind {
+        let inside = &hit.inside;
+        match hit.kind {
             Guarded::State => {
                 return Err(format!(
                     "{named} is in the agent's `.eve/` folder, which holds its sessions and state: file tools never read or change it"
                 ));
             }
-            Guarded::Definition if access == Access::Write && !policy.agent_writable => {
+            Guarded::Definition if access != Access::Write => {}
+            Guarded::Definition if !hit.own => {
+                return Err(format!(
+                    "{named} is part of the definition of an agent above this subagent (`{inside}` in its directory), which a subagent never changes"
+                ));
+            }
+            Guarded::Definition if !policy.agent_writable => {
                 return Err(format!(
                     "{named} is part of the agent's own definition (`{inside}` in the agent directory), which the agent may not change; its author can allow it with `agent_writable = true` under `[workspace]` in agent.toml"
                 ));
@@ -286,7 +294,7 @@ enum Guarded {
     Definition,
 }
 
-fn classify(name: &std::ffi::OsStr) -> Option<Guarded> {
+fn classify(name: &OsStr) -> Option<Guarded> {
     let name = name.to_str()?;
     if name.eq_ignore_ascii_case(STATE) {
         Some(Guarded::State)
@@ -297,42 +305,61 @@ fn classify(name: &std::ffi::OsStr) -> Option<Guarded> {
     }
 }
 
-/// Whether the resolved path lies in a guarded part of an agent directory, and its
-/// path inside that directory. Names are compared without case, since the file system
-/// may not tell `Tools` from `tools`.
-fn guarded(policy: &Policy, root: &Root, found: &Found) -> Option<(Guarded, String)> {
-    let below: Vec<&std::ffi::OsStr> = found.levels[1..]
+/// A path in a guarded part of an agent directory.
+struct Hit {
+    kind: Guarded,
+    /// Its path inside the agent directory.
+    inside: String,
+    /// Whether that is the calling agent's own directory (not one of its parents').
+    own: bool,
+}
+
+/// Whether the resolved path lies in a guarded part of an agent directory. The deepest
+/// agent directory on the way decides (a subagent's files are its own, not just part of
+/// the `subagents/` of the agent above). Names are compared without case, since the
+/// file system may not tell `Tools` from `tools`.
+fn guarded(policy: &Policy, root: &Root, found: &Found) -> Option<Hit> {
+    let below: Vec<&OsStr> = found.levels[1..]
         .iter()
         .map(|l| l.name.as_os_str())
         .chain(found.missing.iter().map(|n| n.as_os_str()))
         .chain(found.name.iter().map(|n| n.as_os_str()))
         .collect();
-    let inside = |names: &[&std::ffi::OsStr]| {
-        names
-            .iter()
-            .map(|n| n.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/")
+    let on_the_way = found
+        .levels
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, level)| {
+            let agent = policy.agents.iter().position(|a| a.id == level.id)?;
+            Some((agent, below[i..].to_vec()))
+        });
+    let (agent, names) = match on_the_way {
+        Some(hit) => hit,
+        // A root that itself lies inside an agent directory.
+        None => {
+            let (agent, rest) = policy
+                .agents
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| root.path.strip_prefix(&a.path).ok().map(|rest| (i, rest)))
+                .min_by_key(|(_, rest)| rest.iter().count())?;
+            let mut names: Vec<&OsStr> = rest.iter().collect();
+            names.extend(&below);
+            (agent, names)
+        }
     };
-    // A root that itself lies inside a guarded folder of an agent directory.
-    for agent in &policy.agents {
-        if let Ok(rest) = root.path.strip_prefix(&agent.path) {
-            let rest: Vec<&std::ffi::OsStr> = rest.iter().collect();
-            if let Some(kind) = rest.first().and_then(|first| classify(first)) {
-                let mut all = rest.clone();
-                all.extend(&below);
-                return Some((kind, inside(&all)));
-            }
-        }
-    }
-    for (i, level) in found.levels.iter().enumerate() {
-        if policy.agents.iter().any(|a| a.id == level.id) {
-            if let Some(kind) = below.get(i).and_then(|next| classify(next)) {
-                return Some((kind, inside(&below[i..])));
-            }
-        }
-    }
-    None
+    let kind = classify(names.first()?)?;
+    let inside = names
+        .iter()
+        .map(|n| n.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    Some(Hit {
+        kind,
+        inside,
+        own: agent == 0,
+    })
 }
 
 /// `path` relative to the workspace root, with `/` separators, for messages to the model.
