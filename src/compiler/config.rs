@@ -87,7 +87,10 @@ pub fn compile(
                 threshold_percent: DEFAULT_THRESHOLD,
                 model: None,
             },
-            workspace: Workspace { root: ".".into() },
+            workspace: Workspace {
+                root: ".".into(),
+                agent_writable: false,
+            },
             sandbox: Sandbox::default(),
             providers: inherited.map(|i| i.providers.clone()).unwrap_or_default(),
         },
@@ -273,6 +276,9 @@ fn read_agent(
             } else {
                 agent.workspace.root = dir.value;
             }
+        }
+        if let Some(writable) = workspace.bool("agent_writable") {
+            agent.workspace.agent_writable = writable.value;
         }
         workspace.finish();
     }

@@ -536,6 +536,8 @@ enum EntryKind {
 }
 
 /// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`], never loading a larger one.
+/// Anything but a regular file (a FIFO, a socket, a device) is refused by its type and
+/// opened without blocking, so a FIFO planted in the agent directory cannot hang a build.
 pub fn read_text(path: &Path) -> Result<String, String> {
     let describe = |e: std::io::Error| match e.raw_os_error() {
         Some(libc::ELOOP) => "symbolic link loop".to_string(),
@@ -545,6 +547,9 @@ pub fn read_text(path: &Path) -> Result<String, String> {
     if meta.is_dir() {
         return Err("expected a file, found a folder".into());
     }
+    if !meta.is_file() {
+        return Err(format!("expected a regular file, found {}", special(&meta)));
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
             "file is too large ({} bytes; the limit is {} bytes)",
@@ -552,9 +557,18 @@ pub fn read_text(path: &Path) -> Result<String, String> {
             MAX_FILE_BYTES
         ));
     }
+    let file = open_nonblocking(path).map_err(describe)?;
+    // The file may have been swapped since it was looked at.
+    let opened = file.metadata().map_err(describe)?;
+    if !opened.is_file() {
+        return Err(format!(
+            "expected a regular file, found {}",
+            special(&opened)
+        ));
+    }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(describe)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!("file is too large (over {MAX_FILE_BYTES} bytes)"));
@@ -568,6 +582,40 @@ pub fn read_text(path: &Path) -> Result<String, String> {
             + 1;
         format!("file is not valid UTF-8 (line {line}, byte {offset})")
     })
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
+    fs::File::open(path)
+}
+
+/// What a file that is neither a regular file nor a folder is.
+fn special(meta: &fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+    }
+    let _ = meta;
+    "a special file"
 }
 
 /// A relative path with `/` separators on every platform.
@@ -651,6 +699,56 @@ mod tests {
         assert_eq!(
             read_text(dir.path()).unwrap_err(),
             "expected a file, found a folder"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifos_and_sockets_are_problems_not_hangs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let fifo = |path: &Path| {
+            rustix::fs::mkfifoat(
+                rustix::fs::CWD,
+                path,
+                rustix::fs::Mode::from_raw_mode(0o644),
+            )
+            .unwrap()
+        };
+        fs::write(root.join("agent.toml"), "model = \"openai/gpt-4o\"\n").unwrap();
+        fifo(&root.join("instructions.md"));
+        fs::create_dir_all(root.join("tools")).unwrap();
+        fifo(&root.join("tools/x.toml"));
+        fs::create_dir_all(root.join("skills")).unwrap();
+        fifo(&root.join("skills/s.md"));
+        let _socket = std::os::unix::net::UnixListener::bind(root.join("tools/y.toml")).unwrap();
+        let files = AgentFiles::load(root);
+        let mut problems: Vec<(String, String)> = files
+            .problems
+            .iter()
+            .map(|p| (p.file.clone().unwrap_or_default(), p.message.clone()))
+            .collect();
+        problems.sort();
+        assert_eq!(
+            problems,
+            [
+                (
+                    "instructions.md".to_string(),
+                    "expected a regular file, found a FIFO (named pipe)".to_string()
+                ),
+                (
+                    "skills/s.md".to_string(),
+                    "expected a regular file, found a FIFO (named pipe)".to_string()
+                ),
+                (
+                    "tools/x.toml".to_string(),
+                    "expected a regular file, found a FIFO (named pipe)".to_string()
+                ),
+                (
+                    "tools/y.toml".to_string(),
+                    "expected a regular file, found a socket".to_string()
+                ),
+            ]
         );
     }
 }

@@ -80,6 +80,7 @@ impl Harness {
         ToolContext {
             workspace: self.setup.workspace.clone(),
             agent_dir: self.setup.agent_dir.clone(),
+            agent_writable: self.setup.manifest.agent.workspace.agent_writable,
             cancel: cancel.clone(),
             hidden_env: Arc::new(self.setup.hidden_env.clone()),
             state: self.state.clone(),

@@ -71,6 +71,10 @@ pub struct Compaction {
 pub struct Workspace {
     /// As written; relative paths are relative to the invoking directory.
     pub root: String,
+    /// Whether file tools may change the agent's own definition when the agent
+    /// directory is inside the workspace.
+    #[serde(default)]
+    pub agent_writable: bool,
 }
 
 /// `[sandbox]`: how `bash`, command tools and stdio connections are confined.

@@ -1,12 +1,16 @@
 //! Tools the model can call: the built-in catalog, the registry a run offers, and the executors.
 
+pub mod arguments;
+pub mod beneath;
 pub mod builtin;
 pub mod custom;
 pub mod files;
 pub mod output;
 pub mod process;
 pub mod registry;
+pub mod replace;
 pub mod state;
+pub mod walk;
 pub mod workspace;
 
 use std::path::PathBuf;
@@ -46,10 +50,14 @@ impl ToolOutput {
 /// What every tool call may use.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
-    /// Where file tools and processes act (absolute).
+    /// Where file tools and processes act (its real path: absolute, no symlink along it).
     pub workspace: PathBuf,
-    /// The agent directory (absolute).
+    /// The agent directory (its real path).
     pub agent_dir: PathBuf,
+    /// Whether file tools may change the agent's own definition when the agent
+    /// directory is inside the workspace (`[workspace] agent_writable`); its `.eve/` is
+    /// never readable or writable.
+    pub agent_writable: bool,
     /// Cancelled when the turn is aborted: running processes are killed.
     pub cancel: CancellationToken,
     /// Environment variables removed from every process a tool starts (provider API keys).
@@ -66,11 +74,14 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    /// A context for `workspace` with fresh state, for tests and benchmarks.
+    /// A context for `workspace` with fresh state, for tests and benchmarks. Both paths
+    /// are made real (symlinks resolved) when they exist.
     pub fn new(workspace: PathBuf, agent_dir: PathBuf) -> ToolContext {
+        let real = |path: PathBuf| path.canonicalize().unwrap_or(path);
         ToolContext {
-            workspace,
-            agent_dir,
+            workspace: real(workspace),
+            agent_dir: real(agent_dir),
+            agent_writable: false,
             cancel: CancellationToken::new(),
             hidden_env: Arc::new(Vec::new()),
             state: Arc::new(state::SessionState::default()),
@@ -80,27 +91,27 @@ impl ToolContext {
         }
     }
 
-    /// Resolves a path to read: inside the workspace, or an absolute path inside one of
-    /// the read-only roots.
-    pub fn resolve_readable(&self, path: &str) -> Result<PathBuf, ToolOutput> {
-        match workspace::resolve(&self.workspace, path) {
-            Ok(resolved) => Ok(resolved),
-            Err(e) => {
-                if std::path::Path::new(path).is_absolute() {
-                    for root in self.read_roots.iter() {
-                        if let Ok(resolved) = workspace::resolve(root, path) {
-                            return Ok(resolved);
-                        }
-                    }
-                }
-                Err(ToolOutput::error(e))
-            }
-        }
+    /// Resolves a path the model gave and opens it beneath the workspace (to read, also
+    /// an absolute path inside one of the read-only roots), refusing what the workspace
+    /// guard refuses.
+    pub fn resolve(
+        &self,
+        path: &str,
+        access: workspace::Access,
+    ) -> Result<workspace::Resolved, ToolOutput> {
+        workspace::resolve(
+            &self.workspace,
+            &self.read_roots,
+            &self.policy(),
+            path,
+            access,
+        )
+        .map_err(ToolOutput::error)
     }
 
-    /// Resolves a path the model gave, inside the workspace.
-    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolOutput> {
-        workspace::resolve(&self.workspace, path).map_err(ToolOutput::error)
+    /// What file tools may do with the agent's own files.
+    pub fn policy(&self) -> workspace::Policy {
+        workspace::Policy::new(&self.agent_dir, self.agent_writable)
     }
 
     /// A path for messages to the model: relative to the workspace.
@@ -124,11 +135,28 @@ pub trait Spawner: Send + Sync + std::fmt::Debug {
     ) -> BoxFuture<'_, Result<crate::protocol::TurnOutcome, String>>;
 }
 
-/// Reads a tool's input into its typed form; the schema has already been checked, so an
-/// error here means the schema and the type disagree.
+/// Reads a tool's input into its typed form. The schema has already been checked, but
+/// JSON Schema counts `1.0` as an integer, so whole floats are made integers first; any
+/// other mismatch is told in plain words, naming the argument.
 pub fn parse_input<T: serde::de::DeserializeOwned>(input: &Value) -> Result<T, ToolOutput> {
-    serde_json::from_value(input.clone())
-        .map_err(|e| ToolOutput::error(format!("invalid arguments: {e}")))
+    serde_path_to_error::deserialize(integral(input))
+        .map_err(|e| ToolOutput::error(format!("invalid arguments: {}", arguments::explain(&e))))
+}
+
+/// `input` with every float that has no fractional part (and fits) made an integer.
+fn integral(input: &Value) -> Value {
+    match input {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f >= 0.0 && f < u64::MAX as f64 => Value::from(f as u64),
+            Some(f) if f.fract() == 0.0 && f < 0.0 && f >= i64::MIN as f64 => Value::from(f as i64),
+            _ => input.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(integral).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), integral(v))).collect())
+        }
+        _ => input.clone(),
+    }
 }
 
 /// Something that can execute calls of one tool. Errors are results, never panics.

@@ -4,11 +4,15 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use crate::tools::files::{check_fresh, write_atomic};
-use crate::tools::state::Stamp;
-use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::catalog::{Availability, BuiltinTool};
+use crate::tools::beneath::Entry;
+use crate::tools::files::{Stopped, blocking, check_fresh, interrupted, not_regular, write_atomic};
+use crate::tools::replace::{self, closest, list_lines, occurrences};
+use crate::tools::state::Stamp;
+use crate::tools::workspace::Access;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 
 /// What the model is told about `edit_file`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -66,69 +70,59 @@ struct Input {
 #[derive(Debug, Clone, Copy)]
 pub struct EditFile;
 
-/// The 1-based line numbers where each occurrence of `needle` starts.
-fn occurrence_lines(haystack: &str, needle: &str) -> Vec<usize> {
-    haystack
-        .match_indices(needle)
-        .map(|(at, _)| haystack[..at].matches('\n').count() + 1)
-        .collect()
-}
+/// Files larger than this are not edited (the edit holds the file in memory twice).
+pub const MAX_EDIT_BYTES: u64 = 32 * 1024 * 1024;
 
-/// The lines around the line of `text` most like the first non-blank line of `wanted`.
-fn closest_excerpt(text: &str, wanted: &str) -> Option<String> {
-    let probe = wanted.lines().find(|l| !l.trim().is_empty())?.trim();
-    let lines: Vec<&str> = text.lines().collect();
-    let (best, score) = lines
-        .iter()
-        .take(50_000)
-        .enumerate()
-        .map(|(i, line)| (i, strsim::normalized_levenshtein(line.trim(), probe)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    if score < 0.5 {
-        return None;
-    }
-    let from = best.saturating_sub(2);
-    let to = (best + 3).min(lines.len());
-    let mut out = String::new();
-    for (i, line) in lines.iter().enumerate().take(to).skip(from) {
-        let mark = if i == best { ">" } else { " " };
-        out.push_str(&format!("{mark}{:>5}\t{line}\n", i + 1));
-    }
-    Some(out)
-}
-
-fn edit(ctx: &ToolContext, input: Input) -> ToolOutput {
-    let path = match ctx.resolve(&input.path) {
-        Ok(path) => path,
-        Err(e) => return e,
+fn edit(ctx: &ToolContext, input: Input, stop: &CancellationToken) -> Result<ToolOutput, Stopped> {
+    let resolved = match ctx.resolve(&input.path, Access::Write) {
+        Ok(resolved) => resolved,
+        Err(e) => return Ok(e),
     };
-    let shown = ctx.display(&path);
-    if !path.exists() {
-        return ToolOutput::error(format!(
-            "`{shown}` does not exist; create it with write_file"
-        ));
+    let shown = ctx.display(&resolved.path);
+    match &resolved.found.entry {
+        Entry::File(_) => {}
+        Entry::Missing => {
+            return Ok(ToolOutput::error(format!(
+                "`{shown}` does not exist; create it with write_file"
+            )));
+        }
+        Entry::Dir => {
+            return Ok(ToolOutput::error(format!(
+                "`{shown}` is a folder; give the path of a file"
+            )));
+        }
+        Entry::Other(kind) => return Ok(not_regular(&shown, *kind)),
     }
     if input.old_string == input.new_string {
-        return ToolOutput::error(
+        return Ok(ToolOutput::error(
             "old_string and new_string are the same: there is nothing to change",
-        );
+        ));
     }
     if input.old_string.is_empty() {
-        return ToolOutput::error("old_string is empty; to write a whole file use write_file");
+        return Ok(ToolOutput::error(
+            "old_string is empty; to write a whole file use write_file",
+        ));
     }
-    let bytes = match check_fresh(ctx, &path) {
-        Ok(Some(bytes)) => bytes,
+    let scanned = match check_fresh(ctx, &resolved, Some(MAX_EDIT_BYTES), stop) {
+        Ok(Some(scanned)) => scanned,
         Ok(None) => {
-            return ToolOutput::error(format!(
+            return Ok(ToolOutput::error(format!(
                 "`{shown}` does not exist; create it with write_file"
-            ));
+            )));
         }
-        Err(refused) => return refused,
+        Err(refused) => return Ok(refused),
+    };
+    let Some(bytes) = scanned.bytes else {
+        return Ok(ToolOutput::error(format!(
+            "`{shown}` is too large for edit_file ({} bytes; the limit is {} MiB): change it another way",
+            scanned.stamp.len,
+            MAX_EDIT_BYTES / (1024 * 1024)
+        )));
     };
     let Ok(text) = String::from_utf8(bytes) else {
-        return ToolOutput::error(format!(
+        return Ok(ToolOutput::error(format!(
             "`{shown}` is not UTF-8 text; edit_file only edits text"
-        ));
+        )));
     };
     // A file with Windows line ends: the model's strings come with `\n`.
     let (old, new) = if !text.contains(&input.old_string) && text.contains("\r\n") {
@@ -139,44 +133,38 @@ fn edit(ctx: &ToolContext, input: Input) -> ToolOutput {
     } else {
         (input.old_string.clone(), input.new_string.clone())
     };
-    let found = occurrence_lines(&text, &old);
-    if found.is_empty() {
+    let found = occurrences(&text, &old, stop)?;
+    if found.count == 0 {
         let mut message = format!(
             "old_string was not found in `{shown}`. It must match the file exactly, including whitespace and indentation, without read_file's line-number prefix."
         );
-        if let Some(excerpt) = closest_excerpt(&text, &input.old_string) {
+        if let Some(excerpt) = closest(&text, &input.old_string) {
             message.push_str(&format!("\nThe closest text is here:\n{excerpt}"));
         }
-        return ToolOutput::error(message.trim_end().to_string());
+        return Ok(ToolOutput::error(message.trim_end().to_string()));
     }
-    if found.len() > 1 && !input.replace_all {
-        let at: Vec<String> = found.iter().map(|l| l.to_string()).collect();
-        return ToolOutput::error(format!(
+    if found.count > 1 && !input.replace_all {
+        return Ok(ToolOutput::error(format!(
             "old_string occurs {} times in `{shown}` (at lines {}); include more surrounding lines to make it unique, or set replace_all to change every occurrence",
-            found.len(),
-            at.join(", ")
-        ));
+            found.count,
+            list_lines(&found)
+        )));
     }
-    let updated = if input.replace_all {
-        text.replace(&old, &new)
-    } else {
-        text.replacen(&old, &new, 1)
-    };
-    if let Err(e) = write_atomic(&path, updated.as_bytes()) {
-        return ToolOutput::error(format!("cannot write `{shown}`: {e}"));
+    let edited = replace::apply(&text, &old, &new, input.replace_all, &shown, stop)?;
+    if stop.is_cancelled() {
+        return Err(Stopped);
     }
-    ctx.state.stamp(&path, Stamp::of(updated.as_bytes()));
-    let diff = similar::TextDiff::from_lines(&text, &updated)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
-    let count = if found.len() == 1 {
+    if let Err(e) = write_atomic(&resolved, edited.text.as_bytes()) {
+        return Ok(ToolOutput::error(format!("cannot write `{shown}`: {e}")));
+    }
+    ctx.state
+        .stamp(&resolved.path, Stamp::of(edited.text.as_bytes()));
+    let count = if edited.replacements == 1 {
         "1 replacement".to_string()
     } else {
-        format!("{} replacements", found.len())
+        format!("{} replacements", edited.replacements)
     };
-    ToolOutput::ok(format!("Edited `{shown}` ({count}):\n{}", diff.trim_end()))
+    Ok(ToolOutput::ok(format!("Edited `{shown}` ({count}):\n{}", edited.diff)))
 }
 
 impl ToolExec for EditFile {
@@ -186,17 +174,21 @@ impl ToolExec for EditFile {
                 Ok(input) => input,
                 Err(e) => return e,
             };
-            let ctx = ctx.clone();
-            tokio::task::spawn_blocking(move || edit(&ctx, input))
-                .await
-                .unwrap_or_else(|e| ToolOutput::error(format!("edit_file stopped: {e}")))
+            let task = ctx.clone();
+            match blocking(ctx, None, move |stop| edit(&task, input, &stop)).await {
+                Ok((Ok(out), _)) => out,
+                Ok((Err(Stopped), _)) | Err(Stopped) => interrupted(),
+            }
         }
         .boxed()
     }
 }
 
 /// `edit_file` for an agent, configured by its manifest entry.
-pub fn build(_tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &crate::manifest::Tool,
+    _manifest: &crate::manifest::Manifest,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(EditFile))
 }
 
@@ -315,5 +307,94 @@ mod tests {
         let out = edit(&ctx, "one\ntwo", "one\n2", false).await;
         assert!(!out.is_error, "{out:?}");
         assert_eq!(content(&ctx), "one\r\n2\r\nthree\r\n");
+    }
+
+    #[tokio::test]
+    async fn replace_all_with_many_matches_is_exact_and_its_diff_capped() {
+        let text = "let x = 1;\n".repeat(200_000);
+        let (_tmp, ctx) = setup(&text).await;
+        let out = edit(&ctx, "x", "y", true).await;
+        assert!(!out.is_error, "{}", &out.content[..200]);
+        assert!(
+            out.content.starts_with("Edited `lib.rs` (200000 replacements):\n--- a/lib.rs\n+++ b/lib.rs\n@@ -1,"),
+            "{}",
+            &out.content[..200]
+        );
+        assert!(out.content.lines().count() <= replace::MAX_DIFF_LINES + 5);
+        assert!(
+            out.content.ends_with("more replacements are not shown)"),
+            "{}",
+            &out.content[out.content.len() - 100..]
+        );
+        assert_eq!(content(&ctx), "let y = 1;\n".repeat(200_000));
+    }
+
+    #[tokio::test]
+    async fn an_ambiguous_string_lists_the_first_lines_only() {
+        let text = "same\n".repeat(40_000);
+        let (_tmp, ctx) = setup(&text).await;
+        let out = edit(&ctx, "same", "other", false).await;
+        assert_eq!(
+            out,
+            ToolOutput::error(
+                "old_string occurs 40000 times in `lib.rs` (at lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 39980 more); include more surrounding lines to make it unique, or set replace_all to change every occurrence"
+            )
+        );
+        assert_eq!(content(&ctx), text);
+    }
+
+    #[tokio::test]
+    async fn the_closest_text_hint_is_bounded_on_long_lines() {
+        let mut text: String = (0..2000)
+            .map(|i| format!("{i:04}{}\n", "abc ".repeat(750)))
+            .collect();
+        text.push_str("fn target() {}\n");
+        let (_tmp, ctx) = setup(&text).await;
+        let out = edit(&ctx, "fn  target() {}", "fn other() {}", false).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("> 2001\tfn target() {}"), "{}", &out.content[..300]);
+        // Every line of the hint is cut, whatever the length of the file's lines.
+        assert!(out.content.len() < 3 * 1024, "{}", out.content.len());
+    }
+
+    #[tokio::test]
+    async fn fifos_and_the_agents_definition_are_refused() {
+        let (_tmp, ctx) = setup("x\n").await;
+        let pipe = ctx.workspace.join("pipe");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &pipe, rustix::fs::Mode::from_raw_mode(0o644))
+            .unwrap();
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            EditFile.call(
+                &json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+                &ctx,
+            ),
+        )
+        .await
+        .unwrap();
+        assert!(out.content.starts_with("`pipe` is a FIFO (named pipe)"), "{out:?}");
+
+        // The agent directory is the workspace.
+        let agent = ToolContext::new(ctx.workspace.clone(), ctx.workspace.clone());
+        std::fs::write(ctx.workspace.join("agent.toml"), "name = \"a\"\n").unwrap();
+        ReadFile.call(&json!({"path": "agent.toml"}), &agent).await;
+        let out = EditFile
+            .call(
+                &json!({"path": "AGENT.toml", "old_string": "a", "new_string": "b"}),
+                &agent,
+            )
+            .await;
+        assert!(out.content.contains("part of the agent's own definition"), "{out:?}");
+        let out = EditFile
+            .call(
+                &json!({"path": "agent.toml", "old_string": "a", "new_string": "b"}),
+                &agent,
+            )
+            .await;
+        assert!(out.content.contains("part of the agent's own definition"), "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(ctx.workspace.join("agent.toml")).unwrap(),
+            "name = \"a\"\n"
+        );
     }
 }

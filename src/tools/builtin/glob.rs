@@ -1,25 +1,22 @@
 //! `glob`: finds files by a glob pattern over their paths, newest first.
 //!
-//! Also home to what `glob` and `grep` share: the walker (ignore files honoured, hidden
-//! files included, `.git/` and symlinks never entered), the rule for glob patterns, and
-//! the blocking walk run off the async runtime with cancellation and a time limit.
+//! Also home to the rule for glob patterns, which `grep`'s `glob` follows too.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::{
-    DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkParallel, WalkState,
-};
 use serde::Deserialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::catalog::{Availability, BuiltinTool};
+use crate::tools::beneath::{Entry, describe};
+use crate::tools::files::{Stopped, blocking};
+use crate::tools::walk::{Start, walk};
+use crate::tools::workspace::Access;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 
 /// What the model is told about `glob`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -98,50 +95,55 @@ async fn run(
     timeout: Duration,
 ) -> Result<ToolOutput, ToolOutput> {
     let given = input.path.as_deref().unwrap_or(".");
-    let folder = ctx.resolve(given)?;
-    match std::fs::metadata(&folder) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => {
+    let resolved = ctx.resolve(given, Access::Search)?;
+    match &resolved.found.entry {
+        Entry::Dir => {}
+        Entry::File(_) => {
             return Err(ToolOutput::error(format!(
                 "`{given}` is a file, not a folder: glob searches a folder (use read_file to read a file)"
             )));
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Entry::Missing => {
             return Err(ToolOutput::error(format!(
                 "the folder `{given}` does not exist"
             )));
         }
-        Err(e) => return Err(ToolOutput::error(format!("`{given}`: {e}"))),
+        Entry::Other(kind) => {
+            return Err(ToolOutput::error(format!(
+                "`{given}` is {}, not a folder",
+                describe(*kind)
+            )));
+        }
     }
+    let folder = resolved.path.clone();
+    let folder_name = ctx.display(&folder);
     let matcher = compile(&input.pattern, &ctx.workspace, &folder).map_err(ToolOutput::error)?;
-
-    let root = folder.clone();
-    let (mut found, timed_out) = blocking(ctx, timeout, move |stop| {
-        let states = walk_parallel(
-            walker(&root).build_parallel(),
+    let agents = ctx.policy().agent_ids();
+    let root = ctx.workspace.clone();
+    let (mut found, timed_out) = blocking(ctx, Some(timeout), move |stop| {
+        let start = Start {
+            levels: &resolved.found.levels,
+            root: &root,
+            path: &resolved.path,
+            agents: &agents,
+        };
+        let states = walk(
+            &start,
             &stop,
             Vec::new,
-            |found: &mut Vec<(SystemTime, PathBuf)>, entry: DirEntry| {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return;
+            |found: &mut Vec<(SystemTime, PathBuf)>, entry| {
+                let relative = entry.path.strip_prefix(&folder).unwrap_or(entry.path);
+                if matcher.is_match(relative) {
+                    let modified = entry.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                    found.push((modified, entry.path.to_path_buf()));
                 }
-                let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-                if !matcher.is_match(relative) {
-                    return;
-                }
-                let modified = entry
-                    .metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                found.push((modified, entry.into_path()));
             },
         );
         states.into_iter().flatten().collect::<Vec<_>>()
     })
-    .await?;
+    .await
+    .map_err(|Stopped| ToolOutput::error("the search was interrupted"))?;
 
-    let folder_name = ctx.display(&folder);
     if found.is_empty() {
         let mut text = format!("No files matched `{}` in `{folder_name}`.", input.pattern);
         if timed_out {
@@ -178,21 +180,6 @@ pub(super) fn timed_out_note(timeout: Duration) -> String {
         "\n(the search stopped after {} s, so the results are incomplete: narrow the pattern or the folder)",
         timeout.as_secs()
     )
-}
-
-/// The walker `glob` and `grep` use under `root`: .gitignore, .ignore and git's exclude
-/// file are honoured even outside a git repository, hidden files are included, `.git/`
-/// is never entered and symlinks are not followed (nothing outside the workspace is seen).
-pub(super) fn walker(root: &Path) -> WalkBuilder {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut builder = WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .threads(threads)
-        .filter_entry(|entry| entry.file_name() != ".git");
-    builder
 }
 
 /// Compiles a glob pattern the model gave, to match paths relative to `folder`.
@@ -274,118 +261,6 @@ fn relative_pattern(pattern: &str, workspace: &Path, folder: &Path) -> Result<St
     } else {
         format!("**/{joined}")
     })
-}
-
-/// Runs blocking `work` off the async runtime. It is given a token to check: cancelled
-/// when the turn is interrupted, when `timeout` passes, or when this future is dropped.
-/// Returns the work's result and whether it ran out of time; an interrupted turn is an error.
-pub(super) async fn blocking<T, F>(
-    ctx: &ToolContext,
-    timeout: Duration,
-    work: F,
-) -> Result<(T, bool), ToolOutput>
-where
-    T: Send + 'static,
-    F: FnOnce(CancellationToken) -> T + Send + 'static,
-{
-    let stop = ctx.cancel.child_token();
-    let _stop_when_dropped = stop.clone().drop_guard();
-    let mut handle = tokio::task::spawn_blocking({
-        let stop = stop.clone();
-        move || work(stop)
-    });
-    let (joined, timed_out) = tokio::select! {
-        joined = &mut handle => (joined, false),
-        () = tokio::time::sleep(timeout) => {
-            stop.cancel();
-            ((&mut handle).await, true)
-        }
-    };
-    if ctx.cancel.is_cancelled() {
-        return Err(ToolOutput::error("the search was interrupted"));
-    }
-    match joined {
-        Ok(result) => Ok((result, timed_out)),
-        Err(e) => Err(ToolOutput::error(format!("the search failed: {e}"))),
-    }
-}
-
-/// Walks in parallel: each thread gets its own state from `init` and `visit`s files and
-/// folders with it; the states are returned when the walk ends or `stop` is cancelled.
-/// Entries that cannot be read are skipped.
-pub(super) fn walk_parallel<S, I, V>(
-    walk: WalkParallel,
-    stop: &CancellationToken,
-    init: I,
-    visit: V,
-) -> Vec<S>
-where
-    S: Send,
-    I: Fn() -> S + Sync,
-    V: Fn(&mut S, DirEntry) + Sync,
-{
-    let states = Mutex::new(Vec::new());
-    let mut builder = Builder {
-        init: &init,
-        visit: &visit,
-        stop,
-        states: &states,
-    };
-    walk.visit(&mut builder);
-    states.into_inner().unwrap_or_else(PoisonError::into_inner)
-}
-
-struct Builder<'s, S, I, V> {
-    init: &'s I,
-    visit: &'s V,
-    stop: &'s CancellationToken,
-    states: &'s Mutex<Vec<S>>,
-}
-
-impl<'s, S, I, V> ParallelVisitorBuilder<'s> for Builder<'s, S, I, V>
-where
-    S: Send,
-    I: Fn() -> S + Sync,
-    V: Fn(&mut S, DirEntry) + Sync,
-{
-    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
-        Box::new(Visitor {
-            state: Some((self.init)()),
-            visit: self.visit,
-            stop: self.stop,
-            states: self.states,
-        })
-    }
-}
-
-struct Visitor<'s, S: Send, V> {
-    state: Option<S>,
-    visit: &'s V,
-    stop: &'s CancellationToken,
-    states: &'s Mutex<Vec<S>>,
-}
-
-impl<S: Send, V: Fn(&mut S, DirEntry) + Sync> ParallelVisitor for Visitor<'_, S, V> {
-    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
-        if self.stop.is_cancelled() {
-            return WalkState::Quit;
-        }
-        if let (Ok(entry), Some(state)) = (entry, self.state.as_mut()) {
-            (self.visit)(state, entry);
-        }
-        WalkState::Continue
-    }
-}
-
-impl<S: Send, V> Drop for Visitor<'_, S, V> {
-    fn drop(&mut self) {
-        if let Some(state) = self.state.take() {
-            self.states
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(state);
-        }
-    }
 }
 
 /// `glob` for an agent, configured by its manifest entry.
@@ -660,5 +535,43 @@ pub(super) mod tests {
         assert!(rel("a/../b").is_err());
         assert!(rel(" ").is_err());
         assert_eq!(rel("./").unwrap(), "**");
+    }
+
+    #[tokio::test]
+    async fn fifos_and_the_agents_state_are_not_listed() {
+        let f = fixture(&[
+            ("a.rs", ""),
+            ("agent/tools/x.toml", ""),
+            ("agent/.eve/sessions/s1.jsonl", ""),
+        ]);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            f.root.join("pipe.rs"),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let ctx = ToolContext::new(f.root.clone(), f.root.join("agent"));
+        let out = GlobTool::default()
+            .call(&json!({"pattern": "**/*"}), &ctx)
+            .await;
+        assert_eq!(lines(&out), ["a.rs", "agent/tools/x.toml"]);
+        let out = GlobTool::default()
+            .call(&json!({"pattern": "*", "path": "agent/.eve"}), &ctx)
+            .await;
+        assert!(out.content.contains("`.eve/` folder"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn ignore_files_of_the_folders_above_apply() {
+        let f = fixture(&[
+            (".gitignore", "*.log\n!keep.log\n"),
+            ("src/.ignore", "gen/\n"),
+            ("src/a.log", ""),
+            ("src/keep.log", ""),
+            ("src/gen/x.rs", ""),
+            ("src/b.rs", ""),
+        ]);
+        let out = glob(&f, json!({"pattern": "**/*", "path": "src"})).await;
+        assert_eq!(lines(&out), ["src/.ignore", "src/b.rs", "src/keep.log"]);
     }
 }

@@ -1,6 +1,7 @@
 //! `grep`: searches file contents for a regular expression with ripgrep's engine.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,13 +10,17 @@ use futures_util::future::BoxFuture;
 use globset::GlobMatcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::DirEntry;
 use serde::Deserialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use super::glob::{blocking, compile, timed_out_note, walk_parallel, walker};
-use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
+use super::glob::{compile, timed_out_note};
 use crate::catalog::{Availability, BuiltinTool};
+use crate::tools::beneath::{Entry, describe};
+use crate::tools::files::{Stopped, blocking};
+use crate::tools::walk::{Start, walk};
+use crate::tools::workspace::Access;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 
 /// What the model is told about `grep`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -86,6 +91,10 @@ pub const MAX_ENTRIES: usize = 200;
 pub const MAX_LINE_CHARS: usize = 500;
 /// The most context lines asked for.
 const MAX_CONTEXT: usize = 20;
+/// A file with a line longer than this is skipped (the searcher holds a whole line).
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+/// Skipped files named at most in a note.
+const MAX_NAMED: usize = 5;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -157,15 +166,30 @@ enum Line {
     Text {
         number: u64,
         matched: bool,
-        bytes: Vec<u8>,
+        /// The start of the line, at most [`MAX_LINE_CHARS`] characters.
+        text: String,
+        /// The line's length in characters.
+        chars: usize,
     },
+}
+
+/// Files left out of the answer, and why.
+#[derive(Debug, Default)]
+struct Skipped {
+    /// Binary files with a match before their first NUL byte.
+    binary: Vec<PathBuf>,
+    /// Files with a line longer than [`MAX_LINE_BYTES`].
+    long_lines: Vec<PathBuf>,
 }
 
 /// One walker thread's tools and findings.
 struct Worker {
     searcher: Searcher,
+    /// Searches the part of a binary file before its first NUL byte.
+    prefix: Searcher,
     matcher: RegexMatcher,
     found: Vec<Hits>,
+    skipped: Skipped,
 }
 
 async fn run(
@@ -174,14 +198,19 @@ async fn run(
     timeout: Duration,
 ) -> Result<ToolOutput, ToolOutput> {
     let given = input.path.as_deref().unwrap_or(".");
-    let root = ctx.resolve(given)?;
-    let is_file = match std::fs::metadata(&root) {
-        Ok(meta) => meta.is_file(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(ToolOutput::error(format!("`{given}` does not exist")));
+    let resolved = ctx.resolve(given, Access::Search)?;
+    let is_file = match &resolved.found.entry {
+        Entry::File(_) => true,
+        Entry::Dir => false,
+        Entry::Missing => return Err(ToolOutput::error(format!("`{given}` does not exist"))),
+        Entry::Other(kind) => {
+            return Err(ToolOutput::error(format!(
+                "`{given}` is {}, not a file or a folder: grep searches regular files",
+                describe(*kind)
+            )));
         }
-        Err(e) => return Err(ToolOutput::error(format!("`{given}`: {e}"))),
     };
+    let root = resolved.path.clone();
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(input.case_insensitive)
         .line_terminator(Some(b'\n'))
@@ -194,15 +223,13 @@ async fn run(
         })?;
     // The glob is matched against paths relative to the folder searched (for a single
     // file, against its name).
+    let base = if is_file {
+        root.parent().unwrap_or(&root).to_path_buf()
+    } else {
+        root.clone()
+    };
     let filter = match &input.glob {
-        Some(glob) => {
-            let base = if is_file {
-                root.parent().unwrap_or(&root)
-            } else {
-                &root
-            };
-            Some(compile(glob, &ctx.workspace, base).map_err(ToolOutput::error)?)
-        }
+        Some(glob) => Some(compile(glob, &ctx.workspace, &base).map_err(ToolOutput::error)?),
         None => None,
     };
 
@@ -221,48 +248,62 @@ async fn run(
         .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(mode == Mode::Content)
         .before_context(context)
-        .after_context(context);
+        .after_context(context)
+        .heap_limit(Some(MAX_LINE_BYTES));
+    let mut prefix = SearcherBuilder::new();
+    prefix
+        .binary_detection(BinaryDetection::none())
+        .heap_limit(Some(MAX_LINE_BYTES));
 
-    let walk_root = root.clone();
-    let (found, timed_out) = blocking(ctx, timeout, move |stop| {
-        let base = if is_file {
-            walk_root.parent().unwrap_or(&walk_root).to_path_buf()
-        } else {
-            walk_root.clone()
+    let agents = ctx.policy().agent_ids();
+    let workspace = ctx.workspace.clone();
+    let ((found, skipped), timed_out) = blocking(ctx, Some(timeout), move |stop| {
+        let worker = || Worker {
+            searcher: searcher.build(),
+            prefix: prefix.build(),
+            matcher: matcher.clone(),
+            found: Vec::new(),
+            skipped: Skipped::default(),
         };
-        let workers = walk_parallel(
-            walker(&walk_root).build_parallel(),
-            &stop,
-            || Worker {
-                searcher: searcher.build(),
-                matcher: matcher.clone(),
-                found: Vec::new(),
-            },
-            |worker: &mut Worker, entry: DirEntry| {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return;
+        let wanted = |path: &Path| filter.as_ref().is_none_or(|f| glob_matches(f, &base, path));
+        let workers = match resolved.found.entry {
+            Entry::File(file) => {
+                let mut single = worker();
+                if wanted(&resolved.path) {
+                    search(&mut single, file, resolved.path.clone(), mode, cap, &stop);
                 }
-                if let Some(filter) = &filter {
-                    if !glob_matches(filter, &base, entry.path()) {
-                        return;
+                vec![single]
+            }
+            _ => {
+                let start = Start {
+                    levels: &resolved.found.levels,
+                    root: &workspace,
+                    path: &resolved.path,
+                    agents: &agents,
+                };
+                walk(&start, &stop, worker, |worker: &mut Worker, entry| {
+                    if wanted(entry.path) {
+                        if let Some(file) = entry.open() {
+                            search(worker, file, entry.path.to_path_buf(), mode, cap, &stop);
+                        }
                     }
-                }
-                search(worker, entry.into_path(), mode, cap);
-            },
-        );
-        workers
-            .into_iter()
-            .flat_map(|w| w.found)
-            .collect::<Vec<Hits>>()
+                })
+            }
+        };
+        let mut found = Vec::new();
+        let mut skipped = Skipped::default();
+        for worker in workers {
+            found.extend(worker.found);
+            skipped.binary.extend(worker.skipped.binary);
+            skipped.long_lines.extend(worker.skipped.long_lines);
+        }
+        (found, skipped)
     })
-    .await?;
+    .await
+    .map_err(|Stopped| ToolOutput::error("the search was interrupted"))?;
 
     let mut text = if found.is_empty() {
-        let mut text = format!(
-            "No matches for `{}` in `{}`",
-            input.pattern,
-            ctx.display(&root)
-        );
+        let mut text = format!("No matches for `{}` in `{}`", input.pattern, ctx.display(&root));
         if let Some(glob) = &input.glob {
             text.push_str(&format!(" (files matching `{glob}`)"));
         }
@@ -271,37 +312,134 @@ async fn run(
     } else {
         render(found, mode, context > 0, cap, ctx)
     };
+    text.push_str(&skipped_note(&skipped, ctx));
     if timed_out {
         text.push_str(&timed_out_note(timeout));
     }
     Ok(ToolOutput::ok(text))
 }
 
+/// A note on the files left out, if any.
+fn skipped_note(skipped: &Skipped, ctx: &ToolContext) -> String {
+    let name = |paths: &[PathBuf]| {
+        let mut paths: Vec<&PathBuf> = paths.iter().collect();
+        paths.sort();
+        let mut names: Vec<String> = paths
+            .iter()
+            .take(MAX_NAMED)
+            .map(|p| format!("`{}`", ctx.display(p)))
+            .collect();
+        if paths.len() > MAX_NAMED {
+            names.push(format!("and {} more", paths.len() - MAX_NAMED));
+        }
+        names.join(", ")
+    };
+    let mut note = String::new();
+    if !skipped.binary.is_empty() {
+        let files = files(skipped.binary.len());
+        note.push_str(&format!(
+            "\n({files} matched before a NUL byte and {} skipped as binary: {})",
+            if skipped.binary.len() == 1 { "was" } else { "were" },
+            name(&skipped.binary)
+        ));
+    }
+    if !skipped.long_lines.is_empty() {
+        let files = files(skipped.long_lines.len());
+        note.push_str(&format!(
+            "\n({files} skipped: a line longer than {} MiB: {})",
+            MAX_LINE_BYTES / (1024 * 1024),
+            name(&skipped.long_lines)
+        ));
+    }
+    note
+}
+
+fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".into()
+    } else {
+        format!("{n} files")
+    }
+}
+
 fn glob_matches(filter: &GlobMatcher, base: &Path, path: &Path) -> bool {
     filter.is_match(path.strip_prefix(base).unwrap_or(path))
 }
 
-/// Searches one file and records what it gave, if anything.
-fn search(worker: &mut Worker, path: PathBuf, mode: Mode, cap: usize) {
+/// A file read that fails once the search is stopped.
+struct Stoppable<'a> {
+    file: File,
+    stop: &'a CancellationToken,
+}
+
+impl Read for Stoppable<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.stop.is_cancelled() {
+            return Err(io::Error::other("the search was stopped"));
+        }
+        self.file.read(buf)
+    }
+}
+
+/// Searches one opened file and records what it gave, if anything.
+fn search(
+    worker: &mut Worker,
+    file: File,
+    path: PathBuf,
+    mode: Mode,
+    cap: usize,
+    stop: &CancellationToken,
+) {
     let mut sink = FileSink {
         mode,
         keep: cap,
         kept: 0,
         total: 0,
         lines: Vec::new(),
-        binary: false,
+        binary: None,
     };
+    let mut reader = Stoppable { file, stop };
     let searched = worker
         .searcher
-        .search_path(&worker.matcher, &path, &mut sink);
-    // Unreadable files and binary files are skipped.
-    if searched.is_ok() && sink.total > 0 && !sink.binary {
-        worker.found.push(Hits {
-            path,
-            total: sink.total,
-            lines: sink.lines,
-        });
+        .search_reader(&worker.matcher, &mut reader, &mut sink);
+    match searched {
+        Err(e) if e.to_string().contains("allocation limit") => {
+            worker.skipped.long_lines.push(path);
+        }
+        // Unreadable files are skipped, like ripgrep's quiet mode.
+        Err(_) => {}
+        Ok(()) => match sink.binary {
+            // The searcher stops at a NUL byte without searching the buffer it is in,
+            // so the text before it is searched here, to say the file was skipped.
+            Some(offset) if sink.total > 0 || matches_before(worker, &mut reader, offset) => {
+                worker.skipped.binary.push(path);
+            }
+            Some(_) => {}
+            None if sink.total > 0 => worker.found.push(Hits {
+                path,
+                total: sink.total,
+                lines: sink.lines,
+            }),
+            None => {}
+        },
     }
+}
+
+/// Whether the first `len` bytes of the file hold a match.
+fn matches_before(worker: &mut Worker, reader: &mut Stoppable<'_>, len: u64) -> bool {
+    use std::io::Seek;
+    if reader.file.seek(io::SeekFrom::Start(0)).is_err() {
+        return false;
+    }
+    let mut found = false;
+    let sink = grep_searcher::sinks::Bytes(|_, _| {
+        found = true;
+        Ok(false)
+    });
+    let searched = worker
+        .prefix
+        .search_reader(&worker.matcher, reader.take(len), sink);
+    searched.is_ok() && found
 }
 
 struct FileSink {
@@ -311,7 +449,8 @@ struct FileSink {
     kept: usize,
     total: usize,
     lines: Vec<Line>,
-    binary: bool,
+    /// Where the first NUL byte is, in a binary file.
+    binary: Option<u64>,
 }
 
 impl FileSink {
@@ -321,10 +460,22 @@ impl FileSink {
             self.kept += 1;
             let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
             let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+            // Only the start of a long line is kept: a few KiB, whatever its length.
+            let head = &bytes[..bytes.len().min(MAX_LINE_CHARS * 4)];
+            let text: String = String::from_utf8_lossy(head)
+                .chars()
+                .take(MAX_LINE_CHARS)
+                .collect();
+            let chars = if head.len() == bytes.len() {
+                String::from_utf8_lossy(bytes).chars().count()
+            } else {
+                bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count()
+            };
             self.lines.push(Line::Text {
                 number: number.unwrap_or(0),
                 matched,
-                bytes: bytes.to_vec(),
+                text,
+                chars,
             });
         }
     }
@@ -351,8 +502,8 @@ impl Sink for FileSink {
         Ok(true)
     }
 
-    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, io::Error> {
-        self.binary = true;
+    fn binary_data(&mut self, _: &Searcher, offset: u64) -> Result<bool, io::Error> {
+        self.binary = Some(offset);
         Ok(false)
     }
 }
@@ -408,11 +559,13 @@ fn render(mut found: Vec<Hits>, mode: Mode, breaks: bool, cap: usize, ctx: &Tool
                         Line::Text {
                             number,
                             matched,
-                            bytes,
+                            text,
+                            chars,
                         } => {
                             let sep = if *matched { ':' } else { '-' };
-                            let text = String::from_utf8_lossy(bytes);
-                            push_line(&mut out, &format!("{path}{sep}{number}{sep}{text}"));
+                            let prefix = format!("{path}{sep}{number}{sep}");
+                            let total = prefix.chars().count() + chars;
+                            push_cut(&mut out, &format!("{prefix}{text}"), total);
                             shown += 1;
                         }
                     }
@@ -431,13 +584,19 @@ fn render(mut found: Vec<Hits>, mode: Mode, breaks: bool, cap: usize, ctx: &Tool
 
 /// Adds a line to the output, cut if it is longer than [`MAX_LINE_CHARS`].
 fn push_line(out: &mut String, line: &str) {
+    push_cut(out, line, line.chars().count());
+}
+
+/// Adds the start of a line that is `total` characters long in all.
+fn push_cut(out: &mut String, line: &str, total: usize) {
     match line.char_indices().nth(MAX_LINE_CHARS) {
         Some((end, _)) => {
             out.push_str(&line[..end]);
-            out.push_str(&format!(
-                " … [line cut: {} characters in all]",
-                line.chars().count()
-            ));
+            out.push_str(&format!(" … [line cut: {total} characters in all]"));
+        }
+        None if total > MAX_LINE_CHARS => {
+            out.push_str(line);
+            out.push_str(&format!(" … [line cut: {total} characters in all]"));
         }
         None => out.push_str(line),
     }
@@ -598,7 +757,10 @@ mod tests {
         write(&f.root, ".git/HEAD", "run()\n");
         write(&f.root, ".config/x.toml", "run()\n");
         let out = grep(&f, json!({"pattern": "run\\(", "path": "web"})).await;
-        assert_eq!(out.content, "web/app.js\nweb/app.ts\nweb/app.tsx");
+        assert_eq!(
+            out.content,
+            "web/app.js\nweb/app.ts\nweb/app.tsx\n(1 file matched before a NUL byte and was skipped as binary: `web/blob.bin`)"
+        );
         let out = grep(&f, json!({"pattern": "run\\(", "glob": "*.{toml,js}"})).await;
         assert_eq!(out.content, ".config/x.toml\nweb/app.js");
     }
@@ -720,5 +882,80 @@ mod tests {
         assert!(out.is_error);
         let out = grep(&f, json!({"pattern": "secret", "path": "file_link"})).await;
         assert!(out.is_error);
+    }
+
+    #[tokio::test]
+    async fn a_binary_file_that_matches_is_said_to_be_skipped() {
+        let f = fixture(&[("a.txt", "nothing\n")]);
+        let mut blob = b"needle\n".repeat(2000);
+        blob.extend_from_slice(&[0, 1, 2]);
+        blob.extend_from_slice(b"needle\n");
+        std::fs::write(f.root.join("blob.bin"), &blob).unwrap();
+        std::fs::write(f.root.join("other.bin"), b"\x00no match\n").unwrap();
+        let out = grep(&f, json!({"pattern": "needle"})).await;
+        assert_eq!(
+            out.content,
+            "No matches for `needle` in `.`.\n(1 file matched before a NUL byte and was skipped as binary: `blob.bin`)"
+        );
+        let out = grep(&f, json!({"pattern": "needle", "path": "blob.bin"})).await;
+        assert!(out.content.ends_with("skipped as binary: `blob.bin`)"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn a_file_with_a_huge_line_is_skipped_saying_so() {
+        let f = fixture(&[("small.txt", "needle\n")]);
+        let mut huge = vec![b'x'; MAX_LINE_BYTES + 1024];
+        huge.extend_from_slice(b" needle\n");
+        std::fs::write(f.root.join("huge.txt"), &huge).unwrap();
+        let out = grep(&f, json!({"pattern": "needle"})).await;
+        assert_eq!(
+            out.content,
+            "small.txt\n(1 file skipped: a line longer than 8 MiB: `huge.txt`)"
+        );
+    }
+
+    #[tokio::test]
+    async fn fifos_are_skipped_or_refused_without_blocking() {
+        let f = fixture(&[("a.txt", "needle\n")]);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            f.root.join("pipe"),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            grep(&f, json!({"pattern": "needle"})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.content, "a.txt");
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            grep(&f, json!({"pattern": "needle", "path": "pipe"})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            out.content,
+            "`pipe` is a FIFO (named pipe), not a file or a folder: grep searches regular files"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_agents_state_is_never_searched() {
+        let f = fixture(&[
+            ("agent/agent.toml", "needle\n"),
+            ("agent/.eve/sessions/s1.jsonl", "needle\n"),
+        ]);
+        let ctx = ToolContext::new(f.root.clone(), f.root.join("agent"));
+        let out = GrepTool::default()
+            .call(&json!({"pattern": "needle"}), &ctx)
+            .await;
+        assert_eq!(out.content, "agent/agent.toml");
+        let out = GrepTool::default()
+            .call(&json!({"pattern": "needle", "path": "agent/.eve"}), &ctx)
+            .await;
+        assert!(out.content.contains("`.eve/` folder"), "{}", out.content);
     }
 }

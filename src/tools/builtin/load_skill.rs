@@ -62,7 +62,8 @@ impl LoadSkill {
             ));
         };
         let file = ctx.agent_dir.join(&skill.path);
-        let text = match std::fs::read_to_string(&file) {
+        // Like `eve build`: a regular file only, never opened in a way that blocks.
+        let text = match crate::compiler::inputs::read_text(&file) {
             Ok(text) => text,
             Err(e) => {
                 return ToolOutput::error(format!(

@@ -1,17 +1,22 @@
-//! `read_file`: numbered lines of a text file, paged, never loaded whole; stamps the file.
+//! `read_file`: numbered lines of a text file, paged, read as a stream in bounded
+//! memory; stamps the file.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io::Read;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
-use crate::tools::state::Stamp;
-use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::catalog::{Availability, BuiltinTool};
+use crate::tools::beneath::Entry;
+use crate::tools::files::{CHUNK, Stopped, blocking, interrupted, not_regular};
+use crate::tools::state::Stamp;
+use crate::tools::workspace::{Access, Resolved};
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 
 /// What the model is told about `read_file`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -59,6 +64,8 @@ pub const SPEC: BuiltinTool = BuiltinTool {
 pub const DEFAULT_LIMIT: u64 = 2000;
 /// Characters of one line shown at most.
 pub const MAX_LINE_CHARS: usize = 2000;
+/// Text returned by one call at most; the rest is read by paging on.
+pub const MAX_PAGE_BYTES: usize = 256 * 1024;
 
 #[derive(Debug, Deserialize)]
 struct Input {
@@ -78,104 +85,248 @@ struct Page {
     stamp: Stamp,
 }
 
-/// Reads lines `offset..offset+limit` (1-based) of `path`, hashing the whole file as it goes.
-fn read(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<Page, String> {
-    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("`{shown}` does not exist"),
-        _ => format!("cannot read `{shown}`: {e}"),
-    })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    if meta.is_dir() {
-        return Err(format!(
-            "`{shown}` is a folder, not a file: use glob to list it"
-        ));
-    }
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
-    // Like git: a NUL byte near the start means binary, whatever comes before it.
-    let head = reader
-        .fill_buf()
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    if head[..head.len().min(8192)].contains(&0) {
-        return Err(format!(
-            "`{shown}` is a binary file (it contains NUL bytes); read_file only reads text"
-        ));
-    }
-    let mut hasher = Sha256::new();
-    let mut total_bytes: u64 = 0;
-    let mut line = Vec::new();
-    let mut number: u64 = 0;
-    let mut out = String::new();
-    let end = offset.saturating_add(limit);
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-        if n == 0 {
-            break;
+/// The page being built: lines `offset..end` (1-based), each cut at
+/// [`MAX_LINE_CHARS`], the whole at about [`MAX_PAGE_BYTES`]. Only the shown part of a
+/// line is kept, so a line of any length costs at most a few KiB.
+struct Pager {
+    offset: u64,
+    end: u64,
+    /// Lines completed so far.
+    number: u64,
+    /// Whether the current line has any byte yet.
+    started: bool,
+    /// The current line is shown.
+    shown: bool,
+    kept: Vec<u8>,
+    kept_chars: usize,
+    /// Characters of the current line in all.
+    chars: u64,
+    ends_with_cr: bool,
+    out: String,
+    /// The last line shown.
+    last: u64,
+    full: bool,
+}
+
+impl Pager {
+    fn new(offset: u64, limit: u64) -> Pager {
+        Pager {
+            offset,
+            end: offset.saturating_add(limit),
+            number: 0,
+            started: false,
+            shown: false,
+            kept: Vec::new(),
+            kept_chars: 0,
+            chars: 0,
+            ends_with_cr: false,
+            out: String::new(),
+            last: 0,
+            full: false,
         }
-        hasher.update(&line);
-        total_bytes += n as u64;
-        if line.contains(&0) {
-            return Err(format!(
-                "`{shown}` is a binary file (it contains NUL bytes); read_file only reads text"
-            ));
-        }
-        let Ok(text) = std::str::from_utf8(&line) else {
-            return Err(format!(
-                "`{shown}` is not UTF-8 text (line {}); read_file only reads text",
-                number + 1
-            ));
-        };
-        number += 1;
-        if number >= offset && number < end {
-            let text = text.strip_suffix('\n').unwrap_or(text);
-            let text = text.strip_suffix('\r').unwrap_or(text);
-            out.push_str(&format!("{number:>6}\t"));
-            match text.char_indices().nth(MAX_LINE_CHARS) {
-                Some((cut, _)) => {
-                    out.push_str(&text[..cut]);
-                    out.push_str(&format!(
-                        " … [line cut at {MAX_LINE_CHARS} of {} characters]",
-                        text.chars().count()
-                    ));
+    }
+
+    /// Takes valid UTF-8 bytes of the file, in order.
+    fn push(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            match memchr::memchr(b'\n', bytes) {
+                Some(at) => {
+                    self.add(&bytes[..at]);
+                    self.end_line();
+                    bytes = &bytes[at + 1..];
                 }
-                None => out.push_str(text),
+                None => {
+                    self.add(bytes);
+                    bytes = &[];
+                }
             }
-            out.push('\n');
         }
+    }
+
+    /// Starts the current line if it has not started yet.
+    fn begin(&mut self) {
+        if !self.started {
+            self.started = true;
+            let n = self.number + 1;
+            self.shown = !self.full && n >= self.offset && n < self.end;
+        }
+    }
+
+    /// Adds a piece of the current line (no `\n` in it).
+    fn add(&mut self, piece: &[u8]) {
+        self.begin();
+        let Some(&last) = piece.last() else {
+            return;
+        };
+        self.ends_with_cr = last == b'\r';
+        if !self.shown {
+            return;
+        }
+        // Whole characters are kept up to one past the limit (the line is cut when it
+        // ends and its length is known); a character split between two pieces is kept
+        // whole because its continuation bytes are taken until the next start.
+        let mut taken = 0;
+        for (i, b) in piece.iter().enumerate() {
+            if (b & 0xC0) != 0x80 {
+                if self.kept_chars > MAX_LINE_CHARS {
+                    break;
+                }
+                self.kept_chars += 1;
+            }
+            taken = i + 1;
+        }
+        self.kept.extend_from_slice(&piece[..taken]);
+        self.chars += piece.iter().filter(|b| (**b & 0xC0) != 0x80).count() as u64;
+    }
+
+    fn end_line(&mut self) {
+        self.begin();
+        self.number += 1;
+        if self.shown {
+            let mut chars = self.chars;
+            if self.ends_with_cr {
+                chars -= 1;
+            }
+            let mut text = String::from_utf8_lossy(&self.kept).into_owned();
+            if self.ends_with_cr && text.ends_with('\r') {
+                text.pop();
+            }
+            self.out.push_str(&format!("{:>6}\t", self.number));
+            if chars > MAX_LINE_CHARS as u64 {
+                let cut = text
+                    .char_indices()
+                    .nth(MAX_LINE_CHARS)
+                    .map_or(text.len(), |(at, _)| at);
+                self.out.push_str(&text[..cut]);
+                self.out.push_str(&format!(
+                    " … [line cut at {MAX_LINE_CHARS} of {chars} characters]"
+                ));
+            } else {
+                self.out.push_str(&text);
+            }
+            self.out.push('\n');
+            self.last = self.number;
+            self.full = self.out.len() >= MAX_PAGE_BYTES;
+        }
+        self.started = false;
+        self.shown = false;
+        self.kept.clear();
+        self.kept_chars = 0;
+        self.chars = 0;
+        self.ends_with_cr = false;
+    }
+}
+
+/// Reads lines `offset..offset+limit` (1-based) of `file`, hashing the whole file as it
+/// goes; memory is bounded by the page, whatever the size of the file or of a line.
+fn read(
+    mut file: File,
+    shown: &str,
+    offset: u64,
+    limit: u64,
+    stop: &CancellationToken,
+) -> Result<Result<Page, String>, Stopped> {
+    let binary =
+        || format!("`{shown}` is a binary file (it contains NUL bytes); read_file only reads text");
+    let mut hasher = Sha256::new();
+    let mut total: u64 = 0;
+    let mut pager = Pager::new(offset, limit);
+    let mut buf = vec![0u8; CHUNK];
+    // The bytes of a character cut by the end of the last chunk.
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        if stop.is_cancelled() {
+            return Err(Stopped);
+        }
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Ok(Err(format!("cannot read `{shown}`: {e}"))),
+        };
+        let chunk = &buf[..n];
+        hasher.update(chunk);
+        total += n as u64;
+        if memchr::memchr(0, chunk).is_some() {
+            return Ok(Err(binary()));
+        }
+        let joined;
+        let data: &[u8] = if carry.is_empty() {
+            chunk
+        } else {
+            joined = [carry.as_slice(), chunk].concat();
+            &joined
+        };
+        let valid = match std::str::from_utf8(data) {
+            Ok(_) => data.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(e) => {
+                let before = memchr::memchr_iter(b'\n', &data[..e.valid_up_to()]).count();
+                return Ok(Err(format!(
+                    "`{shown}` is not UTF-8 text (line {}); read_file only reads text",
+                    pager.number + before as u64 + 1
+                )));
+            }
+        };
+        pager.push(&data[..valid]);
+        carry = data[valid..].to_vec();
+    }
+    if !carry.is_empty() {
+        return Ok(Err(format!(
+            "`{shown}` is not UTF-8 text (line {}); read_file only reads text",
+            pager.number + 1
+        )));
+    }
+    if pager.started {
+        pager.end_line();
     }
     let stamp = Stamp {
         sha256: hasher.finalize().into(),
-        len: total_bytes,
+        len: total,
     };
+    let number = pager.number;
     if number == 0 {
-        return Ok(Page {
+        return Ok(Ok(Page {
             text: format!("(`{shown}` is empty)"),
             stamp,
-        });
+        }));
     }
     if offset > number {
-        return Err(format!(
+        return Ok(Err(format!(
             "offset {offset} is past the end of `{shown}`, which has {number} lines"
-        ));
+        )));
     }
-    let last = number.min(end - 1);
+    let mut out = pager.out;
+    let last = pager.last;
     if offset > 1 || last < number {
-        out.push_str(&format!(
-            "… (lines {offset}–{last} of {number}{})",
-            if last < number {
-                format!("; pass offset={} to read on", last + 1)
-            } else {
-                String::new()
-            }
-        ));
+        let on = if last < number {
+            format!("; pass offset={} to read on", last + 1)
+        } else {
+            String::new()
+        };
+        let capped = if pager.full && last < number && last + 1 < pager.end {
+            format!(", as one call returns at most {} KiB", MAX_PAGE_BYTES / 1024)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!("… (lines {offset}–{last} of {number}{capped}{on})"));
     } else if out.ends_with('\n') {
         out.pop();
     }
-    Ok(Page { text: out, stamp })
+    Ok(Ok(Page { text: out, stamp }))
+}
+
+/// The file `resolved` names, or the answer for what it is instead.
+fn regular(ctx: &ToolContext, resolved: Resolved) -> Result<(File, std::path::PathBuf), ToolOutput> {
+    let shown = ctx.display(&resolved.path);
+    match resolved.found.entry {
+        Entry::File(file) => Ok((file, resolved.path)),
+        Entry::Missing => Err(ToolOutput::error(format!("`{shown}` does not exist"))),
+        Entry::Dir => Err(ToolOutput::error(format!(
+            "`{shown}` is a folder, not a file: use glob to list it"
+        ))),
+        Entry::Other(kind) => Err(not_regular(&shown, kind)),
+    }
 }
 
 impl ToolExec for ReadFile {
@@ -185,23 +336,24 @@ impl ToolExec for ReadFile {
                 Ok(input) => input,
                 Err(e) => return e,
             };
-            let path: PathBuf = match ctx.resolve_readable(&input.path) {
-                Ok(path) => path,
+            let (file, path) = match ctx
+                .resolve(&input.path, Access::Read)
+                .and_then(|resolved| regular(ctx, resolved))
+            {
+                Ok(opened) => opened,
                 Err(e) => return e,
             };
             let shown = ctx.display(&path);
             let offset = input.offset.unwrap_or(1).max(1);
             let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-            let task_path = path.clone();
-            let result =
-                tokio::task::spawn_blocking(move || read(&task_path, &shown, offset, limit)).await;
-            match result {
-                Ok(Ok(read)) => {
-                    ctx.state.stamp(&path, read.stamp);
-                    ToolOutput::ok(read.text)
+            match blocking(ctx, None, move |stop| read(file, &shown, offset, limit, &stop)).await
+            {
+                Ok((Ok(Ok(page)), _)) => {
+                    ctx.state.stamp(&path, page.stamp);
+                    ToolOutput::ok(page.text)
                 }
-                Ok(Err(e)) => ToolOutput::error(e),
-                Err(e) => ToolOutput::error(format!("read_file stopped: {e}")),
+                Ok((Ok(Err(e)), _)) => ToolOutput::error(e),
+                Ok((Err(Stopped), _)) | Err(Stopped) => interrupted(),
             }
         }
         .boxed()
@@ -209,7 +361,10 @@ impl ToolExec for ReadFile {
 }
 
 /// `read_file` for an agent, configured by its manifest entry.
-pub fn build(_tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &crate::manifest::Tool,
+    _manifest: &crate::manifest::Manifest,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(ReadFile))
 }
 
@@ -339,5 +494,99 @@ mod tests {
             read_file(&ctx, json!({"path": "empty"})).await.content,
             "(`empty` is empty)"
         );
+    }
+
+    /// Fails instead of hanging when a call never returns.
+    async fn returns<F: std::future::Future>(call: F) -> F::Output {
+        tokio::time::timeout(std::time::Duration::from_secs(60), call)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn fifos_and_sockets_are_refused_without_blocking() {
+        let (_tmp, ctx) = setup();
+        let pipe = ctx.workspace.join("pipe");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &pipe, rustix::fs::Mode::from_raw_mode(0o644))
+            .unwrap();
+        let out = returns(read_file(&ctx, json!({"path": "pipe"}))).await;
+        assert_eq!(
+            out,
+            ToolOutput::error(
+                "`pipe` is a FIFO (named pipe), not a regular file: file tools only read and write regular files"
+            )
+        );
+        let _socket = std::os::unix::net::UnixListener::bind(ctx.workspace.join("sock")).unwrap();
+        let out = returns(read_file(&ctx, json!({"path": "sock"}))).await;
+        assert!(out.content.starts_with("`sock` is a socket, not a regular file"), "{out:?}");
+        // A device is outside the workspace, and a link to one is refused as such.
+        std::os::unix::fs::symlink("/dev/zero", ctx.workspace.join("zero")).unwrap();
+        let out = returns(read_file(&ctx, json!({"path": "zero"}))).await;
+        assert!(out.content.contains("a symlink leads to `/dev/zero`"), "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn a_page_is_capped_in_bytes_and_says_where_to_go_on() {
+        let (_tmp, ctx) = setup();
+        let line = "x".repeat(1999);
+        let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
+        std::fs::write(ctx.workspace.join("wide.txt"), &text).unwrap();
+        let out = read_file(&ctx, json!({"path": "wide.txt", "limit": 1000})).await;
+        let shown = out.content.lines().count() - 1;
+        assert!(out.content.len() <= MAX_PAGE_BYTES + 2 * 2010, "{}", out.content.len());
+        assert!(
+            out.content.ends_with(&format!(
+                "… (lines 1–{shown} of 1000, as one call returns at most 256 KiB; pass offset={} to read on)",
+                shown + 1
+            )),
+            "{}",
+            &out.content[out.content.len() - 120..]
+        );
+        // The stamp still covers the whole file.
+        assert_eq!(
+            ctx.state.stamp_of(&ctx.workspace.join("wide.txt")),
+            Some(Stamp::of(text.as_bytes()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_line_costs_only_its_shown_part_and_multibyte_text_is_cut_whole() {
+        let (_tmp, ctx) = setup();
+        // Characters split across read chunks stay whole.
+        let text = format!("{}\nend\r\n", "é€".repeat(100_000));
+        std::fs::write(ctx.workspace.join("wide.txt"), &text).unwrap();
+        let out = read_file(&ctx, json!({"path": "wide.txt"})).await;
+        let first = out.content.lines().next().unwrap();
+        assert_eq!(
+            first,
+            format!(
+                "     1\t{} … [line cut at 2000 of 200000 characters]",
+                "é€".repeat(1000)
+            )
+        );
+        assert!(out.content.ends_with("     2\tend"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn whole_floats_are_accepted_for_integers() {
+        let (_tmp, ctx) = setup();
+        std::fs::write(ctx.workspace.join("a.txt"), "one\ntwo\n").unwrap();
+        let out = read_file(&ctx, json!({"path": "a.txt", "offset": 2.0, "limit": 1.0})).await;
+        assert_eq!(out, ToolOutput::ok("     2\ttwo\n… (lines 2–2 of 2)"));
+    }
+
+    #[tokio::test]
+    async fn the_agents_state_is_not_readable_through_any_path() {
+        let (_tmp, ctx) = setup();
+        let sessions = ctx.workspace.join("agent/.eve/sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        std::fs::write(sessions.join("s1.jsonl"), "{\"secret\": true}\n").unwrap();
+        let ctx = ToolContext::new(ctx.workspace.clone(), ctx.workspace.join("agent"));
+        std::os::unix::fs::symlink("agent/.eve", ctx.workspace.join("state")).unwrap();
+        for path in ["agent/.eve/sessions/s1.jsonl", "state/sessions/s1.jsonl", "agent/./.EVE/sessions/s1.jsonl"] {
+            let out = read_file(&ctx, json!({"path": path})).await;
+            assert!(out.is_error, "{path}: {out:?}");
+            assert!(out.content.contains("the agent's `.eve/` folder"), "{path}: {out:?}");
+        }
     }
 }
