@@ -162,6 +162,17 @@ pub struct RunArgs {
     /// Compact the session's history now (with --continue or --session)
     #[arg(long)]
     pub compact: bool,
+    /// Use the definition the agent changed in an earlier run (with `[workspace]
+    /// agent_writable`), after showing what changed
+    #[arg(long)]
+    pub accept_agent_changes: bool,
+    /// Confine bash, command tools and stdio connections: workspace-write, read-only or
+    /// off (overrides `[sandbox] mode`)
+    #[arg(long, value_name = "MODE", value_parser = ["workspace-write", "read-only", "off"])]
+    pub sandbox: Option<String>,
+    /// Turn the network off for sandboxed processes (overrides `[sandbox] network`)
+    #[arg(long)]
+    pub no_network: bool,
 }
 
 /// What `eve run` prints.

@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod net;
 pub mod protocol;
 pub mod providers;
+pub mod review;
 pub mod runner;
 pub mod sandbox;
 pub mod secrets;

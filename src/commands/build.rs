@@ -32,6 +32,15 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::FAILURE);
     };
+    if let Some(change) = crate::review::pending(&args.dir) {
+        if args.format == Format::Human {
+            eprintln!(
+                "note: the agent changed its own definition in an earlier run: {}; this build accepts it",
+                change.summary
+            );
+        }
+        crate::review::accept(&args.dir)?;
+    }
     compiler::write_manifest(&args.dir, &manifest)?;
     if args.format == Format::Human {
         let elapsed = started.elapsed();

@@ -84,7 +84,29 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             )),
         );
     };
+    if let Some(change) = crate::review::pending(&dir) {
+        if !args.accept_agent_changes {
+            return fail(
+                &mut console,
+                RunError::Usage(format!(
+                    "the agent changed its own definition in an earlier run ({}): review it with `eve build {}`, or run again with --accept-agent-changes",
+                    change.summary,
+                    crate::text::shell_word(&base)
+                )),
+            );
+        }
+        eprintln!(
+            "note: using the definition the agent changed: {}",
+            change.summary
+        );
+        crate::review::accept(&dir)?;
+    }
     compiler::write_manifest(&dir, &manifest)?;
+    let ran = manifest
+        .agent
+        .workspace
+        .agent_writable
+        .then(|| manifest.clone());
 
     let action = match (resolution, args.compact) {
         (Some(resolution), _) => Action::Resume(resolution),
@@ -125,6 +147,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         |event| console.event(event),
     ));
     console.finish(&outcome);
+    if let Some(ran) = &ran
+        && let Some(change) = crate::review::after_run(&dir, ran)?
+    {
+        eprintln!(
+            "note: the agent changed its own definition ({}); it takes effect once you have seen it: `eve build {}`",
+            change.summary,
+            crate::text::shell_word(&base)
+        );
+    }
     Ok(ExitCode::from(runner::exit_code(outcome.end_reason)))
 }
 

@@ -28,6 +28,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/tools", "the tools of the active build"),
     ("/skills", "the skills of the active build"),
     ("/reload", "rebuild now"),
+    (
+        "/accept",
+        "use the definition the agent changed itself (agent_writable)",
+    ),
     ("/new", "start a new session"),
     ("/session", "the session's id, turns and token usage"),
     ("/compact", "compact the session's history now"),
@@ -270,7 +274,13 @@ impl Dev {
     }
 
     fn turn(&mut self, action: Action, runtime: &tokio::runtime::Runtime) {
-        if let Some((manifest, _)) = self.pending.take() {
+        // A definition the agent changed itself waits for the person's /accept.
+        if let Some(change) = crate::review::pending(&self.options.dir) {
+            eprintln!(
+                "note: still using the last build you saw: the agent changed its own definition ({}); /accept uses it",
+                change.summary
+            );
+        } else if let Some((manifest, _)) = self.pending.take() {
             self.active = manifest;
         }
         let prepared =
@@ -316,6 +326,14 @@ impl Dev {
             |event| console.event(event),
         ));
         console.finish(&outcome);
+        match crate::review::after_run(&self.options.dir, &self.active) {
+            Ok(Some(change)) => eprintln!(
+                "note: the agent changed its own definition ({}); /accept uses it from the next turn",
+                change.summary
+            ),
+            Ok(None) => {}
+            Err(e) => eprintln!("error: cannot record the agent's changes: {e}"),
+        }
         if outcome.pending.is_some() {
             eprintln!(
                 "(answer here: the next line you type is the answer; y or n for an approval)"
@@ -365,6 +383,16 @@ impl Dev {
                     }
                 }
             }
+            "/accept" => match crate::review::pending(&self.options.dir) {
+                None => eprintln!("the agent has not changed its definition"),
+                Some(change) => match crate::review::accept(&self.options.dir) {
+                    Ok(()) => {
+                        eprintln!("accepted: {} (from the next turn)", change.summary);
+                        self.rebuild();
+                    }
+                    Err(e) => eprintln!("error: {e}"),
+                },
+            },
             "/new" => {
                 self.session = None;
                 eprintln!("new session: the next message starts it");

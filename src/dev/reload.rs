@@ -3,6 +3,7 @@
 
 use crate::compiler::{Build, Diagnostic};
 use crate::manifest::Manifest;
+use crate::manifest::diff::summarize;
 
 /// What to do with a new build.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,62 +39,6 @@ pub fn decide(active: &Manifest, build: Build) -> Reload {
             summary
         },
     }
-}
-
-/// `+added ~changed -removed` for lists of named things.
-fn named_changes<T: PartialEq>(old: &[T], new: &[T], name: impl Fn(&T) -> &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for item in new {
-        match old.iter().find(|o| name(o) == name(item)) {
-            None => out.push(format!("+{}", name(item))),
-            Some(before) if before != item => out.push(format!("~{}", name(item))),
-            Some(_) => {}
-        }
-    }
-    for item in old {
-        if !new.iter().any(|n| name(n) == name(item)) {
-            out.push(format!("-{}", name(item)));
-        }
-    }
-    out
-}
-
-/// One line describing what changed between two manifests.
-pub fn summarize(old: &Manifest, new: &Manifest) -> String {
-    let mut parts = Vec::new();
-    if old.agent.model != new.agent.model || old.agent.providers != new.agent.providers {
-        parts.push(format!("model {} → {}", old.agent.model, new.agent.model));
-    }
-    if old.instructions != new.instructions {
-        parts.push("instructions changed".into());
-    }
-    for (what, changes) in [
-        ("tools", named_changes(&old.tools, &new.tools, |t| &t.name)),
-        (
-            "skills",
-            named_changes(&old.skills, &new.skills, |s| &s.name),
-        ),
-        (
-            "subagents",
-            named_changes(&old.subagents, &new.subagents, |s| &s.name),
-        ),
-    ] {
-        if !changes.is_empty() {
-            parts.push(format!("{what} {}", changes.join(" ")));
-        }
-    }
-    let (a, b) = (&old.agent, &new.agent);
-    if a.limits != b.limits
-        || a.compaction != b.compaction
-        || a.mode != b.mode
-        || a.workspace != b.workspace
-        || a.description != b.description
-        || a.name != b.name
-        || a.default_tools != b.default_tools
-    {
-        parts.push("settings changed".into());
-    }
-    parts.join("; ")
 }
 
 #[cfg(test)]

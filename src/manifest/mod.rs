@@ -1,5 +1,6 @@
 //! The manifest: a compiled agent directory, everything a run needs (serde types).
 
+pub mod diff;
 pub mod model;
 
 use std::collections::BTreeMap;
