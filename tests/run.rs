@@ -321,6 +321,66 @@ fn ollama_style_whole_tool_call_in_one_chunk_without_usage_or_key() {
     );
 }
 
+#[test]
+fn ollama_calls_sharing_index_0_with_different_ids_run_as_two_calls() {
+    let agent = Agent::new(
+        "name = \"mock-agent\"\nmodel = \"ollama/llama3.1:8b\"\ndefault_tools = false\n[providers.ollama]\nbase_url = \"BASE/v1\"\n",
+        "Be brief.",
+        &[("echo", ECHO_TOOL)],
+    );
+    let call = |id: &str, text: &str| {
+        openai_chunk(
+            json!({"id": "o1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "tool_calls": [{"id": id, "index": 0, "type": "function", "function": {"name": "echo", "arguments": json!({"text": text}).to_string()}}]}, "finish_reason": null}]}),
+        )
+    };
+    let server = MockServer::start(vec![
+        Reply::Sse(vec![
+            call("call_a", "staging"),
+            call("call_b", "production"),
+            openai_chunk(
+                json!({"id": "o1", "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "tool_calls"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+        Reply::Sse(vec![
+            openai_chunk(
+                json!({"id": "o2", "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+    ]);
+    let toml = std::fs::read_to_string(agent.path().join("agent.toml")).unwrap();
+    std::fs::write(
+        agent.path().join("agent.toml"),
+        toml.replace("BASE", &server.url()),
+    )
+    .unwrap();
+    let (result, output) =
+        run_json(eve_run().args([agent.path().to_str().unwrap(), "go", "-o", "json"]));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(result["end_reason"], "completed");
+    let messages = &server.requests()[1].body["messages"];
+    assert_eq!(
+        messages[2]["tool_calls"],
+        json!([
+            {"id": "call_a", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"staging\"}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"production\"}"}},
+        ])
+    );
+    assert_eq!(
+        (&messages[3], &messages[4]),
+        (
+            &json!({"role": "tool", "tool_call_id": "call_a", "content": "{\"text\":\"staging\"}"}),
+            &json!({"role": "tool", "tool_call_id": "call_b", "content": "{\"text\":\"production\"}"})
+        )
+    );
+}
+
 fn overloaded() -> Reply {
     Reply::Status {
         status: 529,

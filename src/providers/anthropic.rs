@@ -837,6 +837,44 @@ data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overlo
     }
 
     #[test]
+    fn empty_and_repeated_ids_pass_through_and_a_reused_block_index_is_one_call() {
+        let mut decoder = AnthropicDecoder::new();
+        let mut events = Vec::new();
+        for (index, id) in [
+            (1, ""),
+            (2, ""),
+            (2, "toolu_again"),
+            (3, "toolu_x"),
+            (4, "toolu_x"),
+        ] {
+            let start = json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": "deploy", "input": {}}});
+            events.extend(
+                decoder
+                    .on_event("content_block_start", &start.to_string())
+                    .unwrap(),
+            );
+        }
+        let starts: Vec<(usize, String)> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallStart { index, id, .. } => Some((*index, id.clone())),
+                _ => None,
+            })
+            .collect();
+        // The decoder reports the wire's ids as they are (the harness makes them unique);
+        // each block is one call with its own dense index.
+        assert_eq!(
+            starts,
+            vec![
+                (0, String::new()),
+                (1, String::new()),
+                (2, "toolu_x".to_string()),
+                (3, "toolu_x".to_string()),
+            ]
+        );
+    }
+
+    #[test]
     fn malformed_payloads_are_errors_and_unknown_events_are_ignored() {
         let mut decoder = AnthropicDecoder::new();
         assert_eq!(decoder.on_event("ping", "").unwrap(), vec![]);

@@ -220,6 +220,13 @@ data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"inde
 data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n\
 data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n\n\
 data: [DONE]\n\n";
+        let whole = openai_split_everywhere(body).await;
+        assert!(whole.contains(&Ok(StreamEvent::ToolCallEnd { index: 0 })));
+    }
+
+    /// Decodes a Chat Completions body whole and split at every byte boundary; every
+    /// split must decode the same. Returns the events of the whole body.
+    async fn openai_split_everywhere(body: &str) -> Vec<Result<StreamEvent, String>> {
         let bytes = body.as_bytes();
         let whole = collect(
             vec![bytes.to_vec()],
@@ -228,7 +235,6 @@ data: [DONE]\n\n";
         .await;
         assert!(whole.iter().all(|e| e.is_ok()), "{whole:?}");
         assert!(whole.contains(&Ok(StreamEvent::Finish(FinishReason::ToolUse))));
-        assert!(whole.contains(&Ok(StreamEvent::ToolCallEnd { index: 0 })));
         for split in 1..bytes.len() {
             let parts = vec![bytes[..split].to_vec(), bytes[split..].to_vec()];
             let events = collect(parts, WireDecoder::OpenAi(OpenAiDecoder::new())).await;
@@ -238,6 +244,21 @@ data: [DONE]\n\n";
                 "split at byte {split}"
             );
         }
+        whole
+    }
+
+    #[tokio::test]
+    async fn ollama_calls_sharing_index_0_split_at_every_byte_boundary_stay_two_calls() {
+        let whole = openai_split_everywhere(crate::providers::openai::OLLAMA_SHARED_INDEX).await;
+        let starts: Vec<_> = whole
+            .iter()
+            .filter_map(|e| match e {
+                Ok(StreamEvent::ToolCallStart { index, id, .. }) => Some((*index, id.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, [(0, "call_k2x8n1qa"), (1, "call_7vz3m0pd")]);
+        assert!(whole.contains(&Ok(StreamEvent::ToolCallEnd { index: 1 })));
     }
 
     #[tokio::test]
