@@ -463,6 +463,50 @@ fn a_400_fails_the_turn_with_the_providers_message_and_no_retry() {
 }
 
 #[test]
+fn a_stream_of_only_keep_alives_is_given_up_on_and_retried() {
+    let agent = anthropic_agent();
+    let ping = anthropic_event("ping", json!({"type": "ping"}));
+    let head = anthropic_reply("", &[], 1)[..1].to_vec();
+    let keep_alive = || Reply::KeepAlive {
+        head: head.clone(),
+        tick: ping.clone(),
+    };
+    let server = MockServer::start(vec![keep_alive(), keep_alive()]);
+    let output = anthropic_cmd(&server, &agent)
+        .env("EVE_MAX_RETRIES", "1")
+        .env("EVE_STREAM_NO_PROGRESS_SECS", "0.3")
+        .args([".", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: anthropic sent no content for 0.3 s (keep-alives do not count); giving up on this stream (gave up after 2 attempts)"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn a_bad_stream_deadline_variable_is_an_error_naming_it() {
+    let agent = anthropic_agent();
+    let server = MockServer::start(vec![]);
+    let output = anthropic_cmd(&server, &agent)
+        .env("EVE_STREAM_TOTAL_SECS", "0")
+        .args([".", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr
+            .contains("EVE_STREAM_TOTAL_SECS must be a number of seconds greater than 0, not `0`"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 0);
+}
+
+#[test]
 fn a_stream_error_midway_retries_the_step_without_running_a_tool_twice() {
     let log = tempfile::NamedTempFile::new().unwrap();
     let counting_tool = format!(

@@ -27,7 +27,15 @@ pub enum ProviderError {
     },
     /// The stream stopped sending anything for too long.
     #[error("{provider} sent nothing for {secs} s; giving up on this stream")]
-    Idle { provider: String, secs: u64 },
+    Idle { provider: String, secs: f64 },
+    /// The stream kept sending keep-alives (pings) but no content for too long.
+    #[error(
+        "{provider} sent no content for {secs} s (keep-alives do not count); giving up on this stream"
+    )]
+    NoProgress { provider: String, secs: f64 },
+    /// The whole call took longer than its deadline, however busy the stream was.
+    #[error("{provider} did not finish its reply within {secs} s; giving up on this call")]
+    Deadline { provider: String, secs: f64 },
     /// The stream broke or carried something eve cannot read.
     #[error("{provider}: {source}")]
     Decode {
@@ -51,6 +59,8 @@ impl ProviderError {
             ProviderError::Status { status, .. } => is_retryable_status(*status),
             ProviderError::Connect { .. }
             | ProviderError::Idle { .. }
+            | ProviderError::NoProgress { .. }
+            | ProviderError::Deadline { .. }
             | ProviderError::Stream { .. } => true,
             ProviderError::Decode { source, .. } => source.is_retryable(),
         }

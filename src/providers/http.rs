@@ -1,7 +1,5 @@
 //! The HTTP providers: Anthropic's Messages API and OpenAI's Chat Completions (and every compatible server).
 
-use std::time::Duration;
-
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
 
@@ -10,13 +8,11 @@ use super::anthropic::{self, AnthropicDecoder};
 use super::error::{ProviderError, error_message, parse_retry_after};
 use super::openai::{self, Flavour, OpenAiDecoder};
 use super::request::ModelRequest;
-use super::stream::{EventStream, WireDecoder, decode_sse};
+use super::stream::{EventStream, StreamLimits, WireDecoder, decode_sse};
 use crate::manifest::Api;
 
 /// The version header every Messages API call carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// How long eve waits for the response headers, and then for each stream event.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Error bodies longer than this are cut before they are read into memory.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -30,7 +26,8 @@ pub struct HttpProvider {
     /// Anthropic: scheme and host (`https://api.anthropic.com`). OpenAI: up to `/v1`.
     pub base_url: String,
     pub api_key: Option<String>,
-    pub idle_timeout: Duration,
+    /// How long a call may wait, go without content, and take in all.
+    pub limits: StreamLimits,
     client: reqwest::Client,
 }
 
@@ -49,9 +46,15 @@ impl HttpProvider {
             flavour,
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            limits: StreamLimits::default(),
             client: crate::net::client()?,
         })
+    }
+
+    /// The same provider with other stream deadlines.
+    pub fn with_limits(mut self, limits: StreamLimits) -> HttpProvider {
+        self.limits = limits;
+        self
     }
 
     /// The endpoint eve posts to.
@@ -98,13 +101,21 @@ impl HttpProvider {
             url: url.clone(),
             message,
         };
-        let response = match tokio::time::timeout(self.idle_timeout, builder.send()).await {
+        let started = tokio::time::Instant::now();
+        let headers_by = started + self.limits.idle.min(self.limits.total);
+        let response = match tokio::time::timeout_at(headers_by, builder.send()).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => return Err(connect_error(crate::net::error_chain(&e))),
+            Err(_) if self.limits.total <= self.limits.idle => {
+                return Err(ProviderError::Deadline {
+                    provider: self.name.clone(),
+                    secs: self.limits.total.as_secs_f64(),
+                });
+            }
             Err(_) => {
                 return Err(ProviderError::Idle {
                     provider: self.name.clone(),
-                    secs: self.idle_timeout.as_secs(),
+                    secs: self.limits.idle.as_secs_f64(),
                 });
             }
         };
@@ -115,7 +126,12 @@ impl HttpProvider {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
-            let body = read_capped(response, MAX_ERROR_BODY).await;
+            // A server that trickles its error body must not hold the call past its deadlines.
+            let body_by =
+                (tokio::time::Instant::now() + self.limits.idle).min(started + self.limits.total);
+            let body = tokio::time::timeout_at(body_by, read_capped(response, MAX_ERROR_BODY))
+                .await
+                .unwrap_or_default();
             return Err(ProviderError::Status {
                 provider: self.name.clone(),
                 status: status.as_u16(),
@@ -127,7 +143,8 @@ impl HttpProvider {
             response.bytes_stream(),
             decoder,
             &self.name,
-            self.idle_timeout,
+            self.limits,
+            started,
         ))
     }
 }

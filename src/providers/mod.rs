@@ -83,6 +83,7 @@ pub fn resolve(
             Arc::new(scripted::ScriptedProvider::load(&path)?)
         }
         ModelRef::Provider { provider, .. } => {
+            let limits = stream::StreamLimits::from_env(&env)?;
             if let Some(custom) = providers.get(provider) {
                 let api_key = match &custom.api_key_env {
                     Some(var) => Some(env(var).ok_or_else(|| {
@@ -91,13 +92,16 @@ pub fn resolve(
                     None => None,
                 };
                 let flavour = openai::Flavour::Compatible;
-                Arc::new(http::HttpProvider::new(
-                    provider,
-                    custom.api,
-                    flavour,
-                    &custom.base_url,
-                    api_key,
-                )?)
+                Arc::new(
+                    http::HttpProvider::new(
+                        provider,
+                        custom.api,
+                        flavour,
+                        &custom.base_url,
+                        api_key,
+                    )?
+                    .with_limits(limits),
+                )
             } else {
                 let (api, key_var, base_var, default_base, flavour) = match provider.as_str() {
                     "anthropic" => (
@@ -140,13 +144,10 @@ pub fn resolve(
                         "{base_var} must start with http:// or https://, not `{base}`"
                     ));
                 }
-                Arc::new(http::HttpProvider::new(
-                    provider,
-                    api,
-                    flavour,
-                    &base,
-                    Some(key),
-                )?)
+                Arc::new(
+                    http::HttpProvider::new(provider, api, flavour, &base, Some(key))?
+                        .with_limits(limits),
+                )
             }
         }
     };
