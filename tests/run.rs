@@ -506,6 +506,74 @@ fn a_bad_stream_deadline_variable_is_an_error_naming_it() {
     assert_eq!(server.requests().len(), 0);
 }
 
+/// Everything a run left behind that a person or a log reader sees: its output and its session logs.
+fn everything_shown(agent: &Agent, output: &std::process::Output) -> String {
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    if let Ok(entries) = std::fs::read_dir(agent.path().join(".eve/sessions")) {
+        for entry in entries {
+            text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+        }
+    }
+    text
+}
+
+#[test]
+fn provider_keys_and_url_credentials_are_masked_in_errors_and_logs() {
+    let agent = anthropic_agent();
+    // A provider (or a proxy) that echoes what it was sent in its error.
+    let server = MockServer::start(vec![Reply::Status {
+        status: 401,
+        headers: vec![],
+        body: r#"{"error":{"message":"invalid x-api-key sk-ant-test-secret from proxy:PASSWORD-1234"}}"#.into(),
+    }]);
+    let with_credentials = server
+        .url()
+        .replace("http://", "http://proxy:PASSWORD-1234@");
+    let output = anthropic_cmd(&server, &agent)
+        .env("ANTHROPIC_BASE_URL", &with_credentials)
+        .args([".", "hi"])
+        .output()
+        .unwrap();
+    let shown = everything_shown(&agent, &output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("anthropic returned HTTP 401: invalid x-api-key *** from ***"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("sk-ant-test-secret") && !shown.contains("PASSWORD"),
+        "{shown}"
+    );
+    // The credentials still reach the server, as HTTP basic authentication.
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Basic cHJveHk6UEFTU1dPUkQtMTIzNA==")
+    );
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let output = anthropic_cmd(&server, &agent)
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://proxy:PASSWORD-1234@127.0.0.1:{port}"),
+        )
+        .env("EVE_MAX_RETRIES", "0")
+        .args([".", "hi", "-o", "stream-json"])
+        .output()
+        .unwrap();
+    let shown = everything_shown(&agent, &output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "cannot reach anthropic at http://***@127.0.0.1:{port}/v1/messages"
+        )),
+        "{shown}"
+    );
+    assert!(!shown.contains("PASSWORD"), "{shown}");
+}
+
 #[test]
 fn a_stream_error_midway_retries_the_step_without_running_a_tool_twice() {
     let log = tempfile::NamedTempFile::new().unwrap();

@@ -194,10 +194,7 @@ impl AnthropicDecoder {
 }
 
 fn parse<T: DeserializeOwned>(event: &str, data: &str) -> Result<T, DecodeError> {
-    serde_json::from_str(data).map_err(|source| DecodeError::InvalidJson {
-        event: event.to_string(),
-        source,
-    })
+    serde_json::from_str(data).map_err(|source| DecodeError::invalid_json(event, &source))
 }
 
 fn push_text(out: &mut Vec<StreamEvent>, make: fn(String) -> StreamEvent, text: String) {

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::event::DecodeError;
+use super::redact::{Secrets, url_for_display};
 
 /// A failed model call.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,56 @@ impl ProviderError {
             | ProviderError::Deadline { .. }
             | ProviderError::Stream { .. } => true,
             ProviderError::Decode { source, .. } => source.is_retryable(),
+        }
+    }
+
+    /// The same error with every secret in its text masked: what a provider that knows
+    /// its key and URL credentials returns, so no message eve prints or logs holds them.
+    pub fn redacted(self, secrets: &Secrets) -> ProviderError {
+        let r = |text: String| secrets.redact(&text);
+        match self {
+            ProviderError::MissingKey { var } => ProviderError::MissingKey { var },
+            ProviderError::Status {
+                provider,
+                status,
+                message,
+                retry_after,
+            } => ProviderError::Status {
+                provider: r(provider),
+                status,
+                message: r(message),
+                retry_after,
+            },
+            ProviderError::Connect {
+                provider,
+                url,
+                message,
+            } => ProviderError::Connect {
+                provider: r(provider),
+                url: r(url_for_display(&url)),
+                message: r(message),
+            },
+            ProviderError::Idle { provider, secs } => ProviderError::Idle {
+                provider: r(provider),
+                secs,
+            },
+            ProviderError::NoProgress { provider, secs } => ProviderError::NoProgress {
+                provider: r(provider),
+                secs,
+            },
+            ProviderError::Deadline { provider, secs } => ProviderError::Deadline {
+                provider: r(provider),
+                secs,
+            },
+            ProviderError::Decode { provider, source } => ProviderError::Decode {
+                provider: r(provider),
+                source: source.redacted(secrets),
+            },
+            ProviderError::Stream { provider, message } => ProviderError::Stream {
+                provider: r(provider),
+                message: r(message),
+            },
+            ProviderError::Script(message) => ProviderError::Script(r(message)),
         }
     }
 

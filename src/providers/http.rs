@@ -7,6 +7,7 @@ use super::Provider;
 use super::anthropic::{self, AnthropicDecoder};
 use super::error::{ProviderError, error_message, parse_retry_after};
 use super::openai::{self, Flavour, OpenAiDecoder};
+use super::redact::{MASK, Secrets, url_for_display};
 use super::request::ModelRequest;
 use super::stream::{EventStream, StreamLimits, WireDecoder, decode_sse};
 use crate::manifest::Api;
@@ -16,16 +17,18 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Error bodies longer than this are cut before they are read into memory.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// A provider reached over HTTP.
-#[derive(Debug, Clone)]
+/// A provider reached over HTTP. It knows its secrets (the key, the credentials in its
+/// base URL), so it masks them in every error it returns and in its `Debug` form.
+#[derive(Clone)]
 pub struct HttpProvider {
     /// The name model references use: `anthropic`, `openai` or a `[providers.NAME]`.
     pub name: String,
     pub api: Api,
     pub flavour: Flavour,
     /// Anthropic: scheme and host (`https://api.anthropic.com`). OpenAI: up to `/v1`.
-    pub base_url: String,
-    pub api_key: Option<String>,
+    base_url: String,
+    api_key: Option<String>,
+    secrets: Secrets,
     /// How long a call may wait, go without content, and take in all.
     pub limits: StreamLimits,
     client: reqwest::Client,
@@ -45,6 +48,7 @@ impl HttpProvider {
             api,
             flavour,
             base_url: base_url.trim_end_matches('/').to_string(),
+            secrets: Secrets::new(api_key.as_deref(), base_url),
             api_key,
             limits: StreamLimits::default(),
             client: crate::net::client()?,
@@ -55,6 +59,11 @@ impl HttpProvider {
     pub fn with_limits(mut self, limits: StreamLimits) -> HttpProvider {
         self.limits = limits;
         self
+    }
+
+    /// The endpoint eve posts to, with the base URL's credentials masked: what messages show.
+    pub fn display_url(&self) -> String {
+        url_for_display(&self.url())
     }
 
     /// The endpoint eve posts to.
@@ -149,6 +158,19 @@ impl HttpProvider {
     }
 }
 
+impl std::fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("name", &self.name)
+            .field("api", &self.api)
+            .field("flavour", &self.flavour)
+            .field("url", &self.display_url())
+            .field("api_key", &self.api_key.as_ref().map(|_| MASK))
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Provider for HttpProvider {
     fn name(&self) -> &str {
         &self.name
@@ -162,7 +184,17 @@ impl Provider for HttpProvider {
         &'a self,
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
-        self.open(request).boxed()
+        async move {
+            match self.open(request).await {
+                Ok(events) => {
+                    let secrets = self.secrets.clone();
+                    let events = events.map(move |event| event.map_err(|e| e.redacted(&secrets)));
+                    Ok(Box::pin(events) as EventStream)
+                }
+                Err(error) => Err(error.redacted(&self.secrets)),
+            }
+        }
+        .boxed()
     }
 }
 
@@ -177,4 +209,65 @@ async fn read_capped(response: reqwest::Response, cap: usize) -> String {
         }
     }
     String::from_utf8_lossy(&body).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_debug_form_and_display_url_hold_no_secret() {
+        let provider = HttpProvider::new(
+            "anthropic",
+            Api::Anthropic,
+            Flavour::OpenAi,
+            "http://proxy:PASSWORD-1234@127.0.0.1:9/",
+            Some("sk-ant-api03-very-secret".into()),
+        )
+        .unwrap();
+        assert_eq!(
+            provider.url(),
+            "http://proxy:PASSWORD-1234@127.0.0.1:9/v1/messages"
+        );
+        assert_eq!(provider.display_url(), "http://***@127.0.0.1:9/v1/messages");
+        let debug = format!("{provider:?}");
+        assert!(
+            !debug.contains("PASSWORD") && !debug.contains("very-secret"),
+            "{debug}"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_from_the_provider_mask_its_key_and_url_credentials() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let provider = HttpProvider::new(
+            "openai",
+            Api::Openai,
+            Flavour::OpenAi,
+            &format!("http://proxy:PASSWORD-1234@127.0.0.1:{port}/v1"),
+            Some("sk-proj-very-secret".into()),
+        )
+        .unwrap();
+        let request = ModelRequest {
+            model: "gpt-test".into(),
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            max_output_tokens: 10,
+            temperature: None,
+        };
+        let Err(error) = provider.stream(&request).await else {
+            panic!("nothing listens on port {port}");
+        };
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "cannot reach openai at http://***@127.0.0.1:{port}/v1/chat/completions: "
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("PASSWORD"), "{text}");
+    }
 }

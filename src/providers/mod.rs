@@ -11,6 +11,7 @@ pub mod error;
 pub mod event;
 pub mod http;
 pub mod openai;
+pub mod redact;
 pub mod request;
 pub mod retry;
 pub mod scripted;
@@ -141,7 +142,8 @@ pub fn resolve(
                 let base = env(base_var).unwrap_or_else(|| default_base.to_string());
                 if !(base.starts_with("http://") || base.starts_with("https://")) {
                     return Err(format!(
-                        "{base_var} must start with http:// or https://, not `{base}`"
+                        "{base_var} must start with http:// or https://, not `{}`",
+                        redact::url_for_display(&base)
                     ));
                 }
                 Arc::new(

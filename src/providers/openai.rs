@@ -40,11 +40,8 @@ impl OpenAiDecoder {
         if data.is_empty() {
             return Ok(Vec::new());
         }
-        let chunk: Chunk =
-            serde_json::from_str(data).map_err(|source| DecodeError::InvalidJson {
-                event: "chat.completion.chunk".to_string(),
-                source,
-            })?;
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|source| DecodeError::invalid_json("chat.completion.chunk", &source))?;
         if let Some(error) = chunk.error {
             return Err(error.into_decode_error());
         }
