@@ -85,3 +85,102 @@ fn invalid_fixtures_report_their_diagnostic() {
         insta::assert_snapshot!(format!("invalid_{case}"), mask_time(&out.stderr));
     }
 }
+
+/// A temporary agent directory with these files.
+fn agent_with(files: &[(&str, String)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(tmp.path().join(name), text).unwrap();
+    }
+    tmp
+}
+
+#[test]
+fn sixty_thousand_unknown_keys_print_ten_and_a_count() {
+    let mut toml = String::from("model = \"anthropic/claude-sonnet-4-5\"\n");
+    for i in 0..60_000 {
+        toml.push_str(&format!("k{i} = 1\n"));
+    }
+    let tmp = agent_with(&[("agent.toml", toml), ("instructions.md", "Hi\n".into())]);
+    let out = run_in(tmp.path(), &["build"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("error[E0003]: unknown key `").count(),
+        10
+    );
+    assert!(
+        out.stderr
+            .contains("error[E0003]: … and 59,990 more like this\n --> agent.toml\n")
+    );
+    assert!(out.stderr.ends_with(": 60000 errors\n"), "{}", out.stderr);
+    assert!(out.stderr.len() < 10_000, "{} bytes", out.stderr.len());
+
+    let out = run_in(tmp.path(), &["build", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let messages: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages.len(), 11);
+    assert_eq!(messages[10], "… and 59,990 more like this");
+}
+
+#[test]
+fn sixty_thousand_undefined_variables_on_one_line_print_ten_and_a_count() {
+    let line: Vec<String> = (0..60_000).map(|i| format!("{{{{ v{i} }}}}")).collect();
+    let tmp = agent_with(&[
+        (
+            "agent.toml",
+            "model = \"anthropic/claude-sonnet-4-5\"\n".into(),
+        ),
+        ("instructions.md", line.join(" ")),
+    ]);
+    let out = run_in(tmp.path(), &["build"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr
+            .matches("error[E0303]: undefined variable `")
+            .count(),
+        10
+    );
+    assert!(
+        out.stderr
+            .contains("error[E0303]: … and 59,990 more like this\n")
+    );
+    // Each quoted line is cut around its position, not the whole 700 KB line.
+    assert!(out.stderr.len() < 10_000, "{} bytes", out.stderr.len());
+}
+
+#[test]
+fn nested_template_loops_stop_at_the_budget_instead_of_running_for_minutes() {
+    let loops = "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}x{% endfor %}{% endfor %}{% endfor %}\n";
+    for (instructions, problem) in [
+        (loops.to_string(), "the template does too much work"),
+        (
+            "{{ \"x\" * 1000000000 }}\n".to_string(),
+            "the template does too much work",
+        ),
+        (
+            "{% for i in range(80) %}{{ \"x\" * 60000 }}{% endfor %}\n".to_string(),
+            "the instructions render to more than 4 MiB",
+        ),
+    ] {
+        let tmp = agent_with(&[
+            (
+                "agent.toml",
+                "model = \"anthropic/claude-sonnet-4-5\"\n".into(),
+            ),
+            ("instructions.md", instructions),
+        ]);
+        let out = run_in(tmp.path(), &["build"]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .starts_with(&format!("error[E0304]: template error: {problem}")),
+            "{}",
+            out.stderr
+        );
+    }
+}

@@ -43,6 +43,7 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
     let mut diagnostics = Diagnostics::default();
     let manifest = compile_files(&files, agent_name(dir), None, catalog, &mut diagnostics);
     diagnostics.sort();
+    diagnostics.cap(diagnostic::MAX_PER_CODE_AND_FILE);
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
     Build {
         manifest,
