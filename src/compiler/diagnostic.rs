@@ -28,6 +28,7 @@ pub mod code {
     pub const MISSING_AGENT_TOML: &str = "E0101";
     pub const INVALID_MODEL: &str = "E0102";
     pub const UNKNOWN_PROVIDER: &str = "E0103";
+    pub const CREDENTIALS_IN_URL: &str = "E0104";
 
     pub const UNKNOWN_TOOL: &str = "E0201";
     pub const INVALID_TOOL_SLUG: &str = "E0202";
@@ -51,6 +52,7 @@ pub mod code {
     pub const TEMPLATE_RENDER: &str = "E0304";
     pub const EMPTY_INSTRUCTIONS_DIR: &str = "E0305";
     pub const UNDECLARED_ENV: &str = "E0306";
+    pub const KEY_IN_INSTRUCTIONS: &str = "E0307";
 
     pub const FRONTMATTER: &str = "E0401";
     pub const SKILL_NAME_MISMATCH: &str = "E0402";

@@ -164,13 +164,16 @@ pub fn resolve(
     })
 }
 
+/// The variables the built-in providers read their keys from.
+pub const BUILTIN_KEY_VARIABLES: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
 /// The environment variables that hold provider API keys for this agent and its subagents:
 /// they are removed from the environment of the processes tools start.
 pub fn key_variables(manifest: &manifest::Manifest) -> Vec<String> {
-    let mut vars = vec![
-        "ANTHROPIC_API_KEY".to_string(),
-        "OPENAI_API_KEY".to_string(),
-    ];
+    let mut vars: Vec<String> = BUILTIN_KEY_VARIABLES
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
     let mut stack = vec![manifest];
     while let Some(m) = stack.pop() {
         vars.extend(
