@@ -184,3 +184,50 @@ fn nested_template_loops_stop_at_the_budget_instead_of_running_for_minutes() {
         );
     }
 }
+
+#[test]
+fn agent_nesting_deeper_than_the_cap_is_refused_at_build_time() {
+    let build = |setting: &str| {
+        let tmp = agent_with(&[
+            (
+                "agent.toml",
+                "model = \"anthropic/claude-sonnet-4-5\"\n".into(),
+            ),
+            ("instructions.md", "Hi\n".into()),
+        ]);
+        std::fs::create_dir(tmp.path().join("tools")).unwrap();
+        std::fs::write(
+            tmp.path().join("tools/agent.toml"),
+            format!("[settings]\nmax_depth = {setting}\n"),
+        )
+        .unwrap();
+        let out = run_in(tmp.path(), &["build"]);
+        (out.code, out.stderr)
+    };
+    let (code, stderr) = build("1000000");
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "error[E0005]: `settings.max_depth` must be from 1 to 10, found 1000000\n --> tools/agent.toml:2:13\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("= note: `max_depth` is how deep agents may nest (default 3, at most 10)")
+    );
+    for bad in ["0", "-3", "11"] {
+        let (code, stderr) = build(bad);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(stderr.starts_with("error[E0005]"), "{bad}: {stderr}");
+    }
+    let (code, stderr) = build("\"deep\"");
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error[E0004]: `settings.max_depth` must be an integer"),
+        "{stderr}"
+    );
+    for good in ["1", "10"] {
+        let (code, stderr) = build(good);
+        assert_eq!(code, 0, "{good}: {stderr}");
+    }
+}
