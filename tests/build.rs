@@ -231,3 +231,23 @@ fn agent_nesting_deeper_than_the_cap_is_refused_at_build_time() {
         assert_eq!(code, 0, "{good}: {stderr}");
     }
 }
+
+#[test]
+fn a_too_large_agent_toml_is_reported_once_as_too_large() {
+    let tmp = agent_with(&[("instructions.md", "Hi\n".into())]);
+    let big = std::fs::File::create(tmp.path().join("agent.toml")).unwrap();
+    big.set_len(2 * 1024 * 1024).unwrap();
+    let out = run_in(tmp.path(), &["build"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("error[E0001]: file is too large (2097152 bytes; the limit is 1048576 bytes)\n --> agent.toml\n"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("missing `agent.toml`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.ends_with(": 1 error\n"), "{}", out.stderr);
+}

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
-use super::inputs::Loaded;
+use super::inputs::AgentToml;
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
 use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef};
@@ -37,7 +37,7 @@ pub struct Config {
 /// Compiles `agent.toml` (or reports it missing). Always returns a config, with defaults
 /// where the file is wrong, so later stages can still report their own problems.
 pub fn compile(
-    file: Option<&Loaded>,
+    file: &AgentToml,
     toml_display: &str,
     dir_name: &str,
     inherited: Option<&Inherited>,
@@ -69,13 +69,18 @@ pub fn compile(
         env_key_errors: Vec::new(),
         api: Some(Api::Anthropic),
     };
-    let Some(file) = file else {
-        diags.push(
-            Diagnostic::error(code::MISSING_AGENT_TOML, "missing `agent.toml`")
-                .file(toml_display)
-                .help("every agent directory needs an `agent.toml`; `eve init` writes one"),
-        );
-        return config;
+    let file = match file {
+        AgentToml::File(file) => file,
+        // Why it cannot be read is reported already; "missing" would be wrong.
+        AgentToml::Unreadable => return config,
+        AgentToml::Missing => {
+            diags.push(
+                Diagnostic::error(code::MISSING_AGENT_TOML, "missing `agent.toml`")
+                    .file(toml_display)
+                    .help("every agent directory needs an `agent.toml`; `eve init` writes one"),
+            );
+            return config;
+        }
     };
     let toml = match TomlFile::parse(SourceFile::new(&file.display, &file.text)) {
         Ok(toml) => toml,
@@ -524,6 +529,7 @@ fn is_env_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compiler::inputs::Loaded;
 
     fn compile_text(text: &str) -> (Config, Vec<String>) {
         let file = Loaded {
@@ -533,7 +539,7 @@ mod tests {
         };
         let mut diags = Diagnostics::default();
         let config = compile(
-            Some(&file),
+            &AgentToml::File(file),
             "agent.toml",
             "dir",
             None,
@@ -589,7 +595,7 @@ mod tests {
         };
         let mut diags = Diagnostics::default();
         let config = compile(
-            Some(&file),
+            &AgentToml::File(file),
             "agent.toml",
             "dir",
             None,

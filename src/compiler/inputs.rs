@@ -24,6 +24,25 @@ pub struct Loaded {
     pub text: String,
 }
 
+/// What `agent.toml` is.
+#[derive(Debug, Clone)]
+pub enum AgentToml {
+    Missing,
+    /// It exists but could not be read (already reported: too large, not UTF-8, …).
+    Unreadable,
+    File(Loaded),
+}
+
+impl AgentToml {
+    /// The file, when it was read.
+    pub fn loaded(&self) -> Option<&Loaded> {
+        match self {
+            AgentToml::File(file) => Some(file),
+            AgentToml::Missing | AgentToml::Unreadable => None,
+        }
+    }
+}
+
 /// What `instructions.md` / `instructions/` hold.
 #[derive(Debug, Clone)]
 pub enum InstructionFiles {
@@ -62,7 +81,7 @@ pub struct AgentFiles {
     pub root: PathBuf,
     /// This directory relative to the top-level agent directory (`""` at the top).
     pub prefix: String,
-    pub agent_toml: Option<Loaded>,
+    pub agent_toml: AgentToml,
     pub instructions: InstructionFiles,
     pub tools: Vec<Loaded>,
     pub skills: Vec<SkillFile>,
@@ -98,7 +117,7 @@ impl AgentFiles {
             .hasher
             .update(crate::manifest::SCHEMA_VERSION.to_le_bytes());
 
-        let agent_toml = loader.read_optional("agent.toml");
+        let agent_toml = loader.agent_toml();
         let instructions = loader.instructions();
         let tools = loader.tools();
         let skills = loader.skills();
@@ -148,12 +167,14 @@ impl Loader {
         self.hasher.update(rel.as_bytes());
     }
 
-    /// Reads `rel` if it exists; a file that exists but cannot be read is a problem.
-    fn read_optional(&mut self, rel: &str) -> Option<Loaded> {
-        let path = self.root.join(rel);
+    /// Reads `agent.toml` if it exists; one that exists but cannot be read is a problem.
+    fn agent_toml(&mut self) -> AgentToml {
+        let path = self.root.join("agent.toml");
         match fs::symlink_metadata(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            _ => self.read(rel),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => AgentToml::Missing,
+            _ => self
+                .read("agent.toml")
+                .map_or(AgentToml::Unreadable, AgentToml::File),
         }
     }
 

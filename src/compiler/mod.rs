@@ -86,7 +86,7 @@ fn compile_files(
         }
     };
     let mut config = config::compile(
-        files.agent_toml.as_ref(),
+        &files.agent_toml,
         &at("agent.toml"),
         &name,
         inherited,
@@ -200,7 +200,7 @@ fn compile_subagent(
         diags,
     )?;
     let description = manifest.agent.description.clone();
-    if description.is_none() && dir.files.agent_toml.is_some() {
+    if description.is_none() && dir.files.agent_toml.loaded().is_some() {
         diags.push(
             Diagnostic::error(
                 code::SUBAGENT_WITHOUT_DESCRIPTION,
