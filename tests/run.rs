@@ -500,7 +500,7 @@ fn a_bad_stream_deadline_variable_is_an_error_naming_it() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
         stderr
-            .contains("EVE_STREAM_TOTAL_SECS must be a number of seconds greater than 0, not `0`"),
+            .contains("EVE_STREAM_TOTAL_SECS must be a number of seconds greater than 0 and at most 31536000, not `0`"),
         "{stderr}"
     );
     assert_eq!(server.requests().len(), 0);

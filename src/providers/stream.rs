@@ -55,10 +55,14 @@ pub struct StreamLimits {
     pub total: Duration,
 }
 
-/// The environment variables that change [`StreamLimits`], in seconds.
+/// The variable that sets [`StreamLimits::idle`], in seconds.
 pub const IDLE_VAR: &str = "EVE_STREAM_IDLE_SECS";
+/// The variable that sets [`StreamLimits::no_progress`], in seconds.
 pub const NO_PROGRESS_VAR: &str = "EVE_STREAM_NO_PROGRESS_SECS";
+/// The variable that sets [`StreamLimits::total`], in seconds.
 pub const TOTAL_VAR: &str = "EVE_STREAM_TOTAL_SECS";
+/// The longest any of them may be: a year.
+const MAX_SECS: f64 = 365.0 * 86_400.0;
 
 impl Default for StreamLimits {
     fn default() -> Self {
@@ -83,7 +87,9 @@ impl StreamLimits {
                 continue;
             };
             *field = parse_secs(&text).ok_or_else(|| {
-                format!("{var} must be a number of seconds greater than 0, not `{text}`")
+                format!(
+                    "{var} must be a number of seconds greater than 0 and at most {MAX_SECS}, not `{text}`"
+                )
             })?;
         }
         Ok(limits)
@@ -93,7 +99,7 @@ impl StreamLimits {
 /// Seconds, possibly fractional, greater than 0 and at most a year.
 fn parse_secs(text: &str) -> Option<Duration> {
     let secs: f64 = text.trim().parse().ok()?;
-    (secs > 0.0 && secs <= 365.0 * 86_400.0).then(|| Duration::from_secs_f64(secs))
+    (secs > 0.0 && secs <= MAX_SECS).then(|| Duration::from_secs_f64(secs))
 }
 
 /// Whether an event is content, which shows the model is still producing its reply.
@@ -552,7 +558,7 @@ event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,
             assert_eq!(
                 StreamLimits::from_env(&env(pairs)).unwrap_err(),
                 format!(
-                    "EVE_STREAM_NO_PROGRESS_SECS must be a number of seconds greater than 0, not `{bad}`"
+                    "EVE_STREAM_NO_PROGRESS_SECS must be a number of seconds greater than 0 and at most 31536000, not `{bad}`"
                 )
             );
         }
