@@ -22,6 +22,9 @@ pub enum SettingKind {
     StringList,
     /// An integer of at least 1.
     PositiveInt,
+    /// An integer from `min` to `max`, both included: for a value that costs more the
+    /// larger it is, so a file cannot ask for more than eve can give.
+    IntRange { min: u64, max: u64 },
 }
 
 /// One key a built-in tool accepts under `[settings]`.

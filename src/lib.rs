@@ -20,4 +20,5 @@ pub mod session;
 pub mod suggest;
 pub mod sync;
 pub mod text;
+pub mod textfile;
 pub mod tools;

@@ -32,6 +32,16 @@ pub fn shell_word(word: &str) -> String {
     }
 }
 
+/// The user and password part of a URL (`user:pass` in `https://user:pass@host/…`), if any.
+pub fn userinfo(url: &str) -> Option<&str> {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority_end = after_scheme
+        .find(['/', '?', '#'])
+        .unwrap_or(after_scheme.len());
+    let authority = &after_scheme[..authority_end];
+    authority.rfind('@').map(|at| &authority[..at])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

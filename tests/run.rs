@@ -1234,3 +1234,175 @@ fn a_paused_server_tool_turn_is_sent_back_to_continue() {
     assert_eq!(second[1]["role"], "assistant");
     assert_eq!(second[1]["content"][0]["type"], "server_tool_use");
 }
+
+#[test]
+fn a_bad_stream_deadline_variable_is_an_error_naming_it() {
+    let agent = anthropic_agent();
+    let server = MockServer::start(vec![]);
+    let output = anthropic_cmd(&server, &agent)
+        .env("EVE_STREAM_TOTAL_SECS", "0")
+        .args([".", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr
+            .contains("EVE_STREAM_TOTAL_SECS must be a number of seconds greater than 0 and at most 31536000, not `0`"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 0);
+}
+
+#[test]
+fn a_stream_of_only_keep_alives_is_given_up_on_and_retried() {
+    let agent = anthropic_agent();
+    let ping = anthropic_event("ping", json!({"type": "ping"}));
+    let head = anthropic_reply("", &[], 1)[..1].to_vec();
+    let keep_alive = || Reply::KeepAlive {
+        head: head.clone(),
+        tick: ping.clone(),
+    };
+    let server = MockServer::start(vec![keep_alive(), keep_alive()]);
+    let output = anthropic_cmd(&server, &agent)
+        .env("EVE_MAX_RETRIES", "1")
+        .env("EVE_STREAM_NO_PROGRESS_SECS", "0.3")
+        .args([".", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: anthropic sent no content for 0.3 s (keep-alives do not count); giving up on this stream (gave up after 2 attempts)"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// Everything a run left behind that a person or a log reader sees: its output and its session logs.
+fn everything_shown(agent: &Agent, output: &std::process::Output) -> String {
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    if let Ok(entries) = std::fs::read_dir(agent.path().join(".eve/sessions")) {
+        for entry in entries {
+            text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+        }
+    }
+    text
+}
+
+#[test]
+fn ollama_calls_sharing_index_0_with_different_ids_run_as_two_calls() {
+    let agent = Agent::new(
+        "name = \"mock-agent\"\nmodel = \"ollama/llama3.1:8b\"\ndefault_tools = false\n[providers.ollama]\nbase_url = \"BASE/v1\"\n",
+        "Be brief.",
+        &[("echo", ECHO_TOOL)],
+    );
+    let call = |id: &str, text: &str| {
+        openai_chunk(
+            json!({"id": "o1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "tool_calls": [{"id": id, "index": 0, "type": "function", "function": {"name": "echo", "arguments": json!({"text": text}).to_string()}}]}, "finish_reason": null}]}),
+        )
+    };
+    let server = MockServer::start(vec![
+        Reply::Sse(vec![
+            call("call_a", "staging"),
+            call("call_b", "production"),
+            openai_chunk(
+                json!({"id": "o1", "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "tool_calls"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+        Reply::Sse(vec![
+            openai_chunk(
+                json!({"id": "o2", "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+    ]);
+    let toml = std::fs::read_to_string(agent.path().join("agent.toml")).unwrap();
+    std::fs::write(
+        agent.path().join("agent.toml"),
+        toml.replace("BASE", &server.url()),
+    )
+    .unwrap();
+    let (result, output) =
+        run_json(eve_run().args([agent.path().to_str().unwrap(), "go", "-o", "json"]));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(result["end_reason"], "completed");
+    let messages = &server.requests()[1].body["messages"];
+    assert_eq!(
+        messages[2]["tool_calls"],
+        json!([
+            {"id": "call_a", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"staging\"}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"production\"}"}},
+        ])
+    );
+    assert_eq!(
+        (&messages[3], &messages[4]),
+        (
+            &json!({"role": "tool", "tool_call_id": "call_a", "content": "{\"text\":\"staging\"}"}),
+            &json!({"role": "tool", "tool_call_id": "call_b", "content": "{\"text\":\"production\"}"})
+        )
+    );
+}
+
+#[test]
+fn provider_keys_and_url_credentials_are_masked_in_errors_and_logs() {
+    let agent = anthropic_agent();
+    // A provider (or a proxy) that echoes what it was sent in its error.
+    let server = MockServer::start(vec![Reply::Status {
+        status: 401,
+        headers: vec![],
+        body: r#"{"error":{"message":"invalid x-api-key sk-ant-test-secret from proxy:PASSWORD-1234"}}"#.into(),
+    }]);
+    let with_credentials = server
+        .url()
+        .replace("http://", "http://proxy:PASSWORD-1234@");
+    let output = anthropic_cmd(&server, &agent)
+        .env("ANTHROPIC_BASE_URL", &with_credentials)
+        .args([".", "hi"])
+        .output()
+        .unwrap();
+    let shown = everything_shown(&agent, &output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains("anthropic returned HTTP 401: invalid x-api-key *** from ***"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("sk-ant-test-secret") && !shown.contains("PASSWORD"),
+        "{shown}"
+    );
+    // The credentials still reach the server, as HTTP basic authentication.
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Basic cHJveHk6UEFTU1dPUkQtMTIzNA==")
+    );
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let output = anthropic_cmd(&server, &agent)
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://proxy:PASSWORD-1234@127.0.0.1:{port}"),
+        )
+        .env("EVE_MAX_RETRIES", "0")
+        .args([".", "hi", "-o", "stream-json"])
+        .output()
+        .unwrap();
+    let shown = everything_shown(&agent, &output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "cannot reach anthropic at http://***@127.0.0.1:{port}/v1/messages"
+        )),
+        "{shown}"
+    );
+    assert!(!shown.contains("PASSWORD"), "{shown}");
+}

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
-use super::inputs::Loaded;
+use super::inputs::AgentToml;
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
 use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef};
@@ -11,6 +11,7 @@ use crate::manifest::{
     Agent, Api, Compaction, Limits, Mode, Provider, Sandbox, SandboxMode, Workspace,
 };
 use crate::suggest;
+use crate::text::userinfo;
 
 /// The model used when neither `agent.toml` nor a parent agent names one.
 pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
@@ -55,6 +56,9 @@ pub struct Config {
     pub agent: Agent,
     /// Environment variables the instructions may read.
     pub instructions_env: Vec<String>,
+    /// Each `[instructions] env` entry with the error to report if it names a provider
+    /// key, which is known only once every subagent's providers are (see [`KeyVariables`]).
+    pub env_key_errors: Vec<(String, Diagnostic)>,
     /// The wire protocol of the agent's model (`None` for the scripted provider).
     pub api: Option<Api>,
 }
@@ -62,7 +66,7 @@ pub struct Config {
 /// Compiles `agent.toml` (or reports it missing). Always returns a config, with defaults
 /// where the file is wrong, so later stages can still report their own problems.
 pub fn compile(
-    file: Option<&Loaded>,
+    file: &AgentToml,
     toml_display: &str,
     dir_name: &str,
     inherited: Option<&Inherited>,
@@ -95,15 +99,21 @@ pub fn compile(
             providers: inherited.map(|i| i.providers.clone()).unwrap_or_default(),
         },
         instructions_env: Vec::new(),
+        env_key_errors: Vec::new(),
         api: Some(Api::Anthropic),
     };
-    let Some(file) = file else {
-        diags.push(
-            Diagnostic::error(code::MISSING_AGENT_TOML, "missing `agent.toml`")
-                .file(toml_display)
-                .help("every agent directory needs an `agent.toml`; `eve init` writes one"),
-        );
-        return config;
+    let file = match file {
+        AgentToml::File(file) => file,
+        // Why it cannot be read is reported already; "missing" would be wrong.
+        AgentToml::Unreadable => return config,
+        AgentToml::Missing => {
+            diags.push(
+                Diagnostic::error(code::MISSING_AGENT_TOML, "missing `agent.toml`")
+                    .file(toml_display)
+                    .help("every agent directory needs an `agent.toml`; `eve init` writes one"),
+            );
+            return config;
+        }
     };
     let toml = match TomlFile::parse(SourceFile::new(&file.display, &file.text)) {
         Ok(toml) => toml,
@@ -302,6 +312,10 @@ fn read_agent(
         if let Some(env) = instructions.string_array("env") {
             for var in env {
                 if is_env_name(&var.value) {
+                    config.env_key_errors.push((
+                        var.value.clone(),
+                        key_in_instructions(&var.value).at(&toml.src, var.span.clone()),
+                    ));
                     if !config.instructions_env.contains(&var.value) {
                         config.instructions_env.push(var.value);
                     }
@@ -376,6 +390,52 @@ fn read_sandbox(table: &mut TableReader<'_>, sandbox: &mut Sandbox, workspace: &
             }
             if !sandbox.writable.contains(&folder.value) {
                 sandbox.writable.push(folder.value);
+            }
+        }
+    }
+}
+
+fn key_in_instructions(var: &str) -> Diagnostic {
+    Diagnostic::error(
+        code::KEY_IN_INSTRUCTIONS,
+        format!("`{var}` holds a provider API key and cannot be rendered into the instructions"),
+    )
+    .note("the instructions go to the model with every call, and a model can repeat what it reads in its replies, tool calls and files")
+    .help(format!(
+        "remove `{var}` from `[instructions] env`; the key reaches the provider without it"
+    ))
+}
+
+/// Refuses provider keys in `[instructions] env` across a whole agent tree: a variable
+/// that any agent or subagent reads its key from (or `ANTHROPIC_API_KEY` or
+/// `OPENAI_API_KEY`) must not reach any of their prompts.
+#[derive(Debug, Default)]
+pub struct KeyVariables {
+    keys: std::collections::BTreeSet<String>,
+    uses: Vec<(String, Diagnostic)>,
+}
+
+impl KeyVariables {
+    /// Takes in one agent's providers and its `[instructions] env` entries.
+    pub fn add(&mut self, config: &mut Config) {
+        self.keys.extend(
+            config
+                .agent
+                .providers
+                .values()
+                .filter_map(|p| p.api_key_env.clone()),
+        );
+        self.uses.append(&mut config.env_key_errors);
+    }
+
+    /// Reports every `[instructions] env` entry that names a key variable.
+    pub fn check(self, diags: &mut Diagnostics) {
+        let is_key = |var: &str| {
+            crate::manifest::model::BUILTIN_KEY_VARIABLES.contains(&var) || self.keys.contains(var)
+        };
+        for (var, diagnostic) in self.uses {
+            if is_key(&var) {
+                diags.push(diagnostic);
             }
         }
     }
@@ -490,6 +550,22 @@ fn read_provider(
         }
     };
     let base_url = match table.string("base_url") {
+        Some(url) if userinfo(&url.value).is_some() => {
+            // Never echo the line or the URL: they hold a secret.
+            toml.report(
+                Diagnostic::error(
+                    code::CREDENTIALS_IN_URL,
+                    format!("`providers.{name}.base_url` holds a user name or password"),
+                )
+                .at_unquoted(&toml.src, url.span)
+                .note("a base URL is written to the manifest and shown in messages, so it must not hold a secret")
+                .help(format!(
+                    "remove `user:password@` from the URL, put the key in an environment variable and name it: `api_key_env = \"{}_API_KEY\"`",
+                    name.to_uppercase().replace('-', "_")
+                )),
+            );
+            None
+        }
         Some(url) if url.value.starts_with("http://") || url.value.starts_with("https://") => {
             Some(url.value.trim_end_matches('/').to_string())
         }
@@ -633,6 +709,7 @@ fn is_env_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compiler::inputs::Loaded;
 
     fn compile_text(text: &str) -> (Config, Vec<String>) {
         compile_as(text, None)
@@ -646,7 +723,7 @@ mod tests {
         };
         let mut diags = Diagnostics::default();
         let config = compile(
-            Some(&file),
+            &AgentToml::File(file),
             "agent.toml",
             "dir",
             inherited,
@@ -795,6 +872,48 @@ mod tests {
         );
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert!(!diags[0].contains("sk-secret"));
+    }
+
+    #[test]
+    fn never_echoes_credentials_in_a_base_url() {
+        let file = Loaded {
+            path: "agent.toml".into(),
+            display: "agent.toml".into(),
+            text: "model = \"p/x\"\n[providers.p]\nbase_url = \"http://u:hunter2-secret@h/v1\"\n"
+                .into(),
+        };
+        let mut diags = Diagnostics::default();
+        let config = compile(
+            &AgentToml::File(file),
+            "agent.toml",
+            "dir",
+            None,
+            Path::new("."),
+            &mut diags,
+        );
+        let diags: Vec<Diagnostic> = diags.into_iter().collect();
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        let d = &diags[0];
+        assert_eq!(
+            (d.code, d.line, d.column),
+            (code::CREDENTIALS_IN_URL, Some(3), Some(12))
+        );
+        let shown = format!(
+            "{} {:?} {:?} {:?}",
+            d.message, d.notes, d.help, d.source_line
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(config.agent.providers.is_empty());
+        for url in ["https://tok3n@h/v1", "u:p@h"] {
+            let (_, diags) = compile_text(&format!(
+                "model = \"p/x\"\n[providers.p]\nbase_url = \"{url}\"\n"
+            ));
+            assert_eq!(diags.len(), 1, "{url}: {diags:?}");
+            assert!(
+                diags[0].contains("holds a user name or password"),
+                "{diags:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Build diagnostics: what went wrong in an agent directory, and where.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use serde::Serialize;
 
-use super::source::SourceFile;
+use super::source::{Position, SourceFile};
 
 /// How bad a diagnostic is: errors stop the build, warnings do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -29,6 +30,7 @@ pub mod code {
     pub const UNKNOWN_PROVIDER: &str = "E0103";
     pub const WRITABLE_NOT_FOUND: &str = "E0110";
     pub const SUBAGENT_SANDBOX: &str = "W0111";
+    pub const CREDENTIALS_IN_URL: &str = "E0104";
 
     pub const UNKNOWN_TOOL: &str = "E0201";
     pub const INVALID_TOOL_SLUG: &str = "E0202";
@@ -52,6 +54,7 @@ pub mod code {
     pub const TEMPLATE_RENDER: &str = "E0304";
     pub const EMPTY_INSTRUCTIONS_DIR: &str = "E0305";
     pub const UNDECLARED_ENV: &str = "E0306";
+    pub const KEY_IN_INSTRUCTIONS: &str = "E0307";
 
     pub const FRONTMATTER: &str = "E0401";
     pub const SKILL_NAME_MISMATCH: &str = "W0402";
@@ -90,12 +93,19 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     #[serde(skip)]
     pub label: Option<String>,
-    /// The source line the position is on, kept so the diagnostic renders without the file.
+    /// The source line the position is on (cut around the position when it is long),
+    /// kept so the diagnostic renders without the file.
     #[serde(skip)]
     pub source_line: Option<String>,
+    /// The 1-based column of the position within `source_line`.
+    #[serde(skip)]
+    pub source_column: usize,
     /// Width of the underline, in characters.
     #[serde(skip)]
     pub width: usize,
+    /// Set on the line that stands for this many diagnostics left out (see [`Diagnostics::cap`]).
+    #[serde(skip)]
+    pub omitted: usize,
 }
 
 impl Diagnostic {
@@ -119,7 +129,9 @@ impl Diagnostic {
             notes: Vec::new(),
             label: None,
             source_line: None,
+            source_column: 0,
             width: 0,
+            omitted: 0,
         }
     }
 
@@ -133,27 +145,32 @@ impl Diagnostic {
     pub fn at(mut self, src: &SourceFile, span: Option<Range<usize>>) -> Self {
         self.file = Some(src.path.clone());
         if let Some(span) = span {
-            let pos = src.locate(span);
-            self.line = Some(pos.line);
-            self.column = Some(pos.column);
-            self.source_line = Some(pos.line_text);
-            self.width = pos.width;
+            self.set_position(src.locate(span));
         }
+        self
+    }
+
+    fn set_position(&mut self, pos: Position) {
+        self.line = Some(pos.line);
+        self.column = Some(pos.column);
+        self.source_line = Some(pos.excerpt);
+        self.source_column = pos.excerpt_column;
+        self.width = pos.width;
+    }
+
+    /// Names the file and the position of a byte range without quoting the line: for a
+    /// line that holds a secret.
+    pub fn at_unquoted(mut self, src: &SourceFile, span: Option<Range<usize>>) -> Self {
+        self = self.at(src, span);
+        self.source_line = None;
         self
     }
 
     /// Names the file and points at a 1-based line (and column, when known).
     pub fn at_line(mut self, src: &SourceFile, line: usize, column: Option<usize>) -> Self {
         self.file = Some(src.path.clone());
-        if let Some(text) = src.line_text(line) {
-            self.line = Some(line);
-            self.column = Some(column.unwrap_or(1));
-            self.width = if column.is_some() {
-                1
-            } else {
-                text.chars().count().max(1)
-            };
-            self.source_line = Some(text.to_string());
+        if let Some(pos) = src.locate_line(line, column) {
+            self.set_position(pos);
         }
         self
     }
@@ -184,7 +201,15 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+
+    /// How many diagnostics this one stands for.
+    fn count(&self) -> usize {
+        self.omitted.max(1)
+    }
 }
+
+/// How many diagnostics of one code in one file are shown before the rest are summed up.
+pub const MAX_PER_CODE_AND_FILE: usize = 10;
 
 /// The diagnostics of one build, in the order they were found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -203,12 +228,22 @@ impl Diagnostics {
         self.0.iter().any(Diagnostic::is_error)
     }
 
+    /// Errors found, those left out by [`Diagnostics::cap`] included.
     pub fn error_count(&self) -> usize {
-        self.0.iter().filter(|d| d.is_error()).count()
+        self.0
+            .iter()
+            .filter(|d| d.is_error())
+            .map(Diagnostic::count)
+            .sum()
     }
 
+    /// Warnings found, those left out by [`Diagnostics::cap`] included.
     pub fn warning_count(&self) -> usize {
-        self.0.len() - self.error_count()
+        self.0
+            .iter()
+            .filter(|d| !d.is_error())
+            .map(Diagnostic::count)
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -232,10 +267,110 @@ impl Diagnostics {
     }
 }
 
+impl Diagnostics {
+    /// Keeps the first `limit` diagnostics of each code in each file and puts one line
+    /// after them that stands for the rest (`… and 59,990 more like this`), so a file
+    /// with thousands of the same mistake prints a screenful, not megabytes.
+    pub fn cap(&mut self, limit: usize) {
+        let key = |d: &Diagnostic| (d.code, d.file.clone());
+        let mut totals: HashMap<(&'static str, Option<String>), usize> = HashMap::new();
+        for d in &self.0 {
+            *totals.entry(key(d)).or_default() += 1;
+        }
+        if totals.values().all(|&n| n <= limit) {
+            return;
+        }
+        let mut shown: HashMap<(&'static str, Option<String>), usize> = HashMap::new();
+        let mut out = Vec::new();
+        for d in std::mem::take(&mut self.0) {
+            let key = key(&d);
+            let seen = shown.entry(key.clone()).or_default();
+            *seen += 1;
+            if *seen > limit {
+                continue;
+            }
+            let total = totals.get(&key).copied().unwrap_or(0);
+            let last = *seen == limit && total > limit;
+            let summary = last.then(|| {
+                let mut more = Diagnostic::new(
+                    d.severity,
+                    d.code,
+                    format!("… and {} more like this", thousands(total - limit)),
+                );
+                more.file = d.file.clone();
+                more.omitted = total - limit;
+                more
+            });
+            out.push(d);
+            out.extend(summary);
+        }
+        self.0 = out;
+    }
+}
+
+/// `59990` as `59,990`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl IntoIterator for Diagnostics {
     type Item = Diagnostic;
     type IntoIter = std::vec::IntoIter<Diagnostic>;
     fn into_iter(self) -> Self::IntoIter {
         self.0.into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn caps_each_code_in_each_file_and_counts_what_it_left_out() {
+        let mut diags = Diagnostics::default();
+        for i in 0..25 {
+            diags.push(Diagnostic::error(code::UNKNOWN_KEY, format!("k{i}")).file("agent.toml"));
+        }
+        diags.push(Diagnostic::error(code::WRONG_TYPE, "w").file("agent.toml"));
+        for i in 0..3 {
+            diags.push(Diagnostic::error(code::UNKNOWN_KEY, format!("t{i}")).file("tools/x.toml"));
+        }
+        diags.push(Diagnostic::warning(code::NOT_A_TOOL_FILE, "n").file("tools/y"));
+        diags.cap(2);
+        let shown: Vec<(&str, &str, Option<&str>)> = diags
+            .iter()
+            .map(|d| (d.code, d.message.as_str(), d.file.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("E0003", "k0", Some("agent.toml")),
+                ("E0003", "k1", Some("agent.toml")),
+                ("E0003", "… and 23 more like this", Some("agent.toml")),
+                ("E0004", "w", Some("agent.toml")),
+                ("E0003", "t0", Some("tools/x.toml")),
+                ("E0003", "t1", Some("tools/x.toml")),
+                ("E0003", "… and 1 more like this", Some("tools/x.toml")),
+                ("W0212", "n", Some("tools/y")),
+            ]
+        );
+        assert_eq!((diags.error_count(), diags.warning_count()), (29, 1));
+    }
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(thousands(7), "7");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(59_990), "59,990");
+        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

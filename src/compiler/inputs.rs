@@ -1,15 +1,13 @@
 //! Finds and reads the files of an agent directory, and hashes them.
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use super::diagnostic::{Diagnostic, code};
 
-/// Input files larger than this are refused without being read.
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+pub use crate::textfile::{MAX_FILE_BYTES, read_text};
 
 /// How deep subagents may nest inside subagents.
 pub const MAX_SUBAGENT_DEPTH: usize = 4;
@@ -22,6 +20,25 @@ pub struct Loaded {
     /// Path relative to the top-level agent directory (what diagnostics show).
     pub display: String,
     pub text: String,
+}
+
+/// What `agent.toml` is.
+#[derive(Debug, Clone)]
+pub enum AgentToml {
+    Missing,
+    /// It exists but could not be read (already reported: too large, not UTF-8, …).
+    Unreadable,
+    File(Loaded),
+}
+
+impl AgentToml {
+    /// The file, when it was read.
+    pub fn loaded(&self) -> Option<&Loaded> {
+        match self {
+            AgentToml::File(file) => Some(file),
+            AgentToml::Missing | AgentToml::Unreadable => None,
+        }
+    }
 }
 
 /// What `instructions.md` / `instructions/` hold.
@@ -66,7 +83,7 @@ pub struct AgentFiles {
     /// target inside it: a checked-out agent must not make eve read (and show the model,
     /// or a provider) a file elsewhere on the machine.
     pub boundary: PathBuf,
-    pub agent_toml: Option<Loaded>,
+    pub agent_toml: AgentToml,
     pub instructions: InstructionFiles,
     pub tools: Vec<Loaded>,
     pub skills: Vec<SkillFile>,
@@ -105,7 +122,7 @@ impl AgentFiles {
             .hasher
             .update(crate::manifest::SCHEMA_VERSION.to_le_bytes());
 
-        let agent_toml = loader.read_optional("agent.toml");
+        let agent_toml = loader.agent_toml();
         let instructions = loader.instructions();
         let tools = loader.tools();
         let skills = loader.skills();
@@ -156,12 +173,14 @@ impl Loader {
         self.hasher.update(rel.as_bytes());
     }
 
-    /// Reads `rel` if it exists; a file that exists but cannot be read is a problem.
-    fn read_optional(&mut self, rel: &str) -> Option<Loaded> {
-        let path = self.root.join(rel);
+    /// Reads `agent.toml` if it exists; one that exists but cannot be read is a problem.
+    fn agent_toml(&mut self) -> AgentToml {
+        let path = self.root.join("agent.toml");
         match fs::symlink_metadata(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            _ => self.read(rel),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => AgentToml::Missing,
+            _ => self
+                .read("agent.toml")
+                .map_or(AgentToml::Unreadable, AgentToml::File),
         }
     }
 
@@ -533,89 +552,6 @@ fn describe_link_error(path: &Path) -> Option<String> {
 enum EntryKind {
     File,
     Dir,
-}
-
-/// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`], never loading a larger one.
-/// Anything but a regular file (a FIFO, a socket, a device) is refused by its type and
-/// opened without blocking, so a FIFO planted in the agent directory cannot hang a build.
-pub fn read_text(path: &Path) -> Result<String, String> {
-    let describe = |e: std::io::Error| match e.raw_os_error() {
-        Some(libc::ELOOP) => "symbolic link loop".to_string(),
-        _ => format!("cannot read: {e}"),
-    };
-    let meta = fs::metadata(path).map_err(describe)?;
-    if meta.is_dir() {
-        return Err("expected a file, found a folder".into());
-    }
-    if !meta.is_file() {
-        return Err(format!("expected a regular file, found {}", special(&meta)));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "file is too large ({} bytes; the limit is {} bytes)",
-            meta.len(),
-            MAX_FILE_BYTES
-        ));
-    }
-    let file = open_nonblocking(path).map_err(describe)?;
-    // The file may have been swapped since it was looked at.
-    let opened = file.metadata().map_err(describe)?;
-    if !opened.is_file() {
-        return Err(format!(
-            "expected a regular file, found {}",
-            special(&opened)
-        ));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(describe)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("file is too large (over {MAX_FILE_BYTES} bytes)"));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        let offset = e.utf8_error().valid_up_to();
-        let line = e.as_bytes()[..offset]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1;
-        format!("file is not valid UTF-8 (line {line}, byte {offset})")
-    })
-}
-
-#[cfg(unix)]
-fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
-    fs::File::open(path)
-}
-
-/// What a file that is neither a regular file nor a folder is.
-fn special(meta: &fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let kind = meta.file_type();
-        if kind.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-        if kind.is_char_device() || kind.is_block_device() {
-            return "a device";
-        }
-    }
-    let _ = meta;
-    "a special file"
 }
 
 /// A relative path with `/` separators on every platform.

@@ -41,8 +41,18 @@ pub fn manifest_path(dir: &Path) -> PathBuf {
 pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
     let files = AgentFiles::load(dir);
     let mut diagnostics = Diagnostics::default();
-    let manifest = compile_files(&files, agent_name(dir), None, catalog, &mut diagnostics);
+    let mut keys = config::KeyVariables::default();
+    let manifest = compile_files(
+        &files,
+        agent_name(dir),
+        None,
+        catalog,
+        &mut keys,
+        &mut diagnostics,
+    );
+    keys.check(&mut diagnostics);
     diagnostics.sort();
+    diagnostics.cap(diagnostic::MAX_PER_CODE_AND_FILE);
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
     Build {
         manifest,
@@ -64,6 +74,7 @@ fn compile_files(
     name: String,
     inherited: Option<&config::Inherited>,
     catalog: &Catalog,
+    keys: &mut config::KeyVariables,
     diags: &mut Diagnostics,
 ) -> Option<Manifest> {
     diags.extend(files.problems.iter().cloned());
@@ -74,14 +85,15 @@ fn compile_files(
             format!("{}/{rel}", files.prefix)
         }
     };
-    let config = config::compile(
-        files.agent_toml.as_ref(),
+    let mut config = config::compile(
+        &files.agent_toml,
         &at("agent.toml"),
         &name,
         inherited,
         &files.root,
         diags,
     );
+    keys.add(&mut config);
     let skills = skills::compile(&files.skills, &files.prefix, &files.boundary, diags);
     let mut tools = tools::compile(&files.tools, &config, !skills.is_empty(), catalog, diags);
 
@@ -93,7 +105,8 @@ fn compile_files(
     };
     let mut subagents = Vec::new();
     for dir in &files.subagents {
-        if let Some(subagent) = compile_subagent(dir, &child_inherits, &tools, catalog, diags) {
+        if let Some(subagent) = compile_subagent(dir, &child_inherits, &tools, catalog, keys, diags)
+        {
             subagents.push(subagent);
         }
     }
@@ -151,6 +164,7 @@ fn compile_subagent(
     inherited: &config::Inherited,
     parent_tools: &[Tool],
     catalog: &Catalog,
+    keys: &mut config::KeyVariables,
     diags: &mut Diagnostics,
 ) -> Option<Subagent> {
     let mut ok = true;
@@ -184,6 +198,7 @@ fn compile_subagent(
         dir.name.clone(),
         Some(inherited),
         catalog,
+        keys,
         diags,
     )?;
     // A missing `description` is reported by `config` (E0501), only when the file was

@@ -87,9 +87,8 @@ pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {
         }
         let _ = writeln!(out, "{pad}{} {location}", style.blue("-->"));
     }
-    if let (Some(line), Some(column), Some(text)) = (d.line, d.column, &d.source_line) {
-        let (text, column, width) = window(text, column, d.width);
-        let text = &text;
+    if let (Some(line), Some(text)) = (d.line, &d.source_line) {
+        let (column, width) = (d.source_column, d.width);
         let bar = style.blue("|");
         let _ = writeln!(out, "{pad} {bar}");
         let _ = writeln!(
@@ -135,32 +134,6 @@ pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {
         );
     }
     out
-}
-
-/// Longest source line shown; longer ones are cut around the position.
-const MAX_SHOWN_CHARS: usize = 100;
-
-/// The part of a long line around `column`, with `…` where it was cut, and the column and
-/// underline width within that part.
-fn window(text: &str, column: usize, width: usize) -> (String, usize, usize) {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() <= MAX_SHOWN_CHARS {
-        return (text.to_string(), column, width);
-    }
-    let start = column.saturating_sub(1).saturating_sub(20).min(chars.len());
-    let end = (start + MAX_SHOWN_CHARS).min(chars.len());
-    let mut shown = String::new();
-    let mut column = column - start;
-    if start > 0 {
-        shown.push('…');
-        column += 1;
-    }
-    shown.extend(&chars[start..end]);
-    if end < chars.len() {
-        shown.push('…');
-    }
-    let width = width.min(end.saturating_sub(start + column.saturating_sub(1)).max(1));
-    (shown, column, width)
 }
 
 /// `base/file`, without `./` noise.
@@ -237,20 +210,6 @@ mod tests {
             human(&d, ".", Style { color: false }),
             "warning[W0212]: `tools/x.txt` is not a tool file\n --> tools/x.txt\n  = note: why\n"
         );
-    }
-
-    #[test]
-    fn cuts_long_lines_around_the_position() {
-        let line = format!("{}key = 1{}", "x".repeat(150), "y".repeat(150));
-        let (shown, column, width) = window(&line, 151, 3);
-        assert_eq!(shown.chars().count(), 102);
-        assert!(shown.starts_with('…') && shown.ends_with('…'));
-        assert_eq!(
-            shown.chars().skip(column - 1).take(3).collect::<String>(),
-            "key"
-        );
-        assert_eq!(width, 3);
-        assert_eq!(window("short", 2, 1), ("short".to_string(), 2, 1));
     }
 
     #[test]

@@ -342,14 +342,28 @@ fn read_settings(
             SettingKind::StringList => json
                 .as_array()
                 .is_some_and(|a| a.iter().all(serde_json::Value::is_string)),
+            SettingKind::IntRange { min, max } => {
+                json.as_u64().is_some_and(|n| (min..=max).contains(&n))
+            }
         };
         if ok {
             out.insert(key.to_string(), json);
+        } else if let (SettingKind::IntRange { min, max }, Some(n)) = (setting.kind, json.as_i64())
+        {
+            toml.report(
+                Diagnostic::error(
+                    code::OUT_OF_RANGE,
+                    format!("`settings.{key}` must be from {min} to {max}, found {n}"),
+                )
+                .at(&toml.src, item.span().or_else(|| settings.key_span(key)))
+                .note(format!("`{key}` is {}", setting.description)),
+            );
         } else {
             let expected = match setting.kind {
                 SettingKind::Bool => "true or false",
                 SettingKind::PositiveInt => "a positive integer",
                 SettingKind::StringList => "an array of strings",
+                SettingKind::IntRange { .. } => "an integer",
             };
             toml.error(
                 code::WRONG_TYPE,

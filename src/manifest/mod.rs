@@ -78,6 +78,10 @@ pub struct Workspace {
     pub agent_writable: bool,
 }
 
+/// Placeholders other clients expand to the skill's own folder (trailofbits' `{baseDir}`,
+/// Claude Code's `${CLAUDE_SKILL_DIR}`).
+pub const SKILL_DIR_PLACEHOLDERS: &[&str] = &["{baseDir}", "${CLAUDE_SKILL_DIR}"];
+
 /// `[sandbox]`: how `bash`, command tools and stdio connections are confined.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {

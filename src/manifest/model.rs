@@ -12,6 +12,9 @@ pub enum ModelRef {
 /// The providers every agent knows without a `[providers.NAME]` table.
 pub const BUILTIN_PROVIDERS: &[&str] = &["anthropic", "openai"];
 
+/// The variables the built-in providers read their keys from.
+pub const BUILTIN_KEY_VARIABLES: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
 impl ModelRef {
     /// Parses a model reference; the error says what is wrong with it.
     pub fn parse(text: &str) -> Result<ModelRef, String> {

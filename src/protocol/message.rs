@@ -112,7 +112,9 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Adds another call's counts to these.
+    /// Adds another call's counts to these. A provider reports its own counts, so a
+    /// hostile one can send `u64::MAX`: the sums stop there instead of wrapping to small
+    /// numbers that would slip under a token budget.
     pub fn add(&mut self, other: &Usage) {
         // Saturating: a hostile or broken provider must not wrap a counter round.
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
@@ -131,5 +133,38 @@ pub fn unanswered_calls(history: &[Message]) -> Vec<ToolCall> {
     match history.last() {
         Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn usage_sums_saturate_instead_of_wrapping() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX - 1,
+            cache_read_tokens: u64::MAX,
+            cache_write_tokens: 1,
+        };
+        let mut total = Usage {
+            input_tokens: 10,
+            output_tokens: 2,
+            cache_read_tokens: 5,
+            cache_write_tokens: 3,
+        };
+        total.add(&huge);
+        total.add(&huge);
+        assert_eq!(
+            total,
+            Usage {
+                input_tokens: u64::MAX,
+                output_tokens: u64::MAX,
+                cache_read_tokens: u64::MAX,
+                cache_write_tokens: 5,
+            }
+        );
     }
 }

@@ -250,10 +250,7 @@ fn server_result_summary(content: &Value) -> (String, bool) {
 }
 
 fn parse<T: DeserializeOwned>(event: &str, data: &str) -> Result<T, DecodeError> {
-    serde_json::from_str(data).map_err(|source| DecodeError::InvalidJson {
-        event: event.to_string(),
-        source,
-    })
+    serde_json::from_str(data).map_err(|source| DecodeError::invalid_json(event, &source))
 }
 
 fn push_text(out: &mut Vec<StreamEvent>, make: fn(String) -> StreamEvent, text: String) {
@@ -899,6 +896,44 @@ data: {"type": "error", "error": {"type": "overloaded_error", "message": "Overlo
                 FinishReason::MaxTokens,
                 FinishReason::Stop,
                 FinishReason::Other("refusal".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_and_repeated_ids_pass_through_and_a_reused_block_index_is_one_call() {
+        let mut decoder = AnthropicDecoder::new();
+        let mut events = Vec::new();
+        for (index, id) in [
+            (1, ""),
+            (2, ""),
+            (2, "toolu_again"),
+            (3, "toolu_x"),
+            (4, "toolu_x"),
+        ] {
+            let start = json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": "deploy", "input": {}}});
+            events.extend(
+                decoder
+                    .on_event("content_block_start", &start.to_string())
+                    .unwrap(),
+            );
+        }
+        let starts: Vec<(usize, String)> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolCallStart { index, id, .. } => Some((*index, id.clone())),
+                _ => None,
+            })
+            .collect();
+        // The decoder reports the wire's ids as they are (the harness makes them unique);
+        // each block is one call with its own dense index.
+        assert_eq!(
+            starts,
+            vec![
+                (0, String::new()),
+                (1, String::new()),
+                (2, "toolu_x".to_string()),
+                (3, "toolu_x".to_string()),
             ]
         );
     }

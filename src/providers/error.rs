@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::event::DecodeError;
+use super::redact::{Secrets, url_for_display};
 
 /// A failed model call.
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +28,15 @@ pub enum ProviderError {
     },
     /// The stream stopped sending anything for too long.
     #[error("{provider} sent nothing for {secs} s; giving up on this stream")]
-    Idle { provider: String, secs: u64 },
+    Idle { provider: String, secs: f64 },
+    /// The stream kept sending keep-alives (pings) but no content for too long.
+    #[error(
+        "{provider} sent no content for {secs} s (keep-alives do not count); giving up on this stream"
+    )]
+    NoProgress { provider: String, secs: f64 },
+    /// The whole call took longer than its deadline, however busy the stream was.
+    #[error("{provider} did not finish its reply within {secs} s; giving up on this call")]
+    Deadline { provider: String, secs: f64 },
     /// The stream broke or carried something eve cannot read.
     #[error("{provider}: {source}")]
     Decode {
@@ -51,8 +60,60 @@ impl ProviderError {
             ProviderError::Status { status, .. } => is_retryable_status(*status),
             ProviderError::Connect { .. }
             | ProviderError::Idle { .. }
+            | ProviderError::NoProgress { .. }
+            | ProviderError::Deadline { .. }
             | ProviderError::Stream { .. } => true,
             ProviderError::Decode { source, .. } => source.is_retryable(),
+        }
+    }
+
+    /// The same error with every secret in its text masked: what a provider that knows
+    /// its key and URL credentials returns, so no message eve prints or logs holds them.
+    pub fn redacted(self, secrets: &Secrets) -> ProviderError {
+        let r = |text: String| secrets.redact(&text);
+        match self {
+            ProviderError::MissingKey { var } => ProviderError::MissingKey { var },
+            ProviderError::Status {
+                provider,
+                status,
+                message,
+                retry_after,
+            } => ProviderError::Status {
+                provider: r(provider),
+                status,
+                message: r(message),
+                retry_after,
+            },
+            ProviderError::Connect {
+                provider,
+                url,
+                message,
+            } => ProviderError::Connect {
+                provider: r(provider),
+                url: r(url_for_display(&url)),
+                message: r(message),
+            },
+            ProviderError::Idle { provider, secs } => ProviderError::Idle {
+                provider: r(provider),
+                secs,
+            },
+            ProviderError::NoProgress { provider, secs } => ProviderError::NoProgress {
+                provider: r(provider),
+                secs,
+            },
+            ProviderError::Deadline { provider, secs } => ProviderError::Deadline {
+                provider: r(provider),
+                secs,
+            },
+            ProviderError::Decode { provider, source } => ProviderError::Decode {
+                provider: r(provider),
+                source: source.redacted(secrets),
+            },
+            ProviderError::Stream { provider, message } => ProviderError::Stream {
+                provider: r(provider),
+                message: r(message),
+            },
+            ProviderError::Script(message) => ProviderError::Script(r(message)),
         }
     }
 

@@ -4,6 +4,8 @@ use serde::Serialize;
 
 pub use crate::protocol::Usage;
 
+use super::redact::Secrets;
+
 /// One piece of a model's streamed reply, the same for every provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEvent {
@@ -74,13 +76,10 @@ impl FinishReason {
 /// Why a provider's stream could not be decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
-    /// An event's payload was not JSON of the expected shape.
-    #[error("invalid `{event}` event from the provider: {source}")]
-    InvalidJson {
-        event: String,
-        #[source]
-        source: serde_json::Error,
-    },
+    /// An event's payload was not JSON of the expected shape (`detail` is serde's
+    /// message, which may quote a value from the payload).
+    #[error("invalid `{event}` event from the provider: {detail}")]
+    InvalidJson { event: String, detail: String },
     /// The provider reported an error inside the stream.
     #[error("provider error ({kind}): {message}")]
     Provider { kind: String, message: String },
@@ -90,6 +89,29 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
+    /// A payload serde could not read as the event it claims to be.
+    pub fn invalid_json(event: &str, source: &serde_json::Error) -> DecodeError {
+        DecodeError::InvalidJson {
+            event: event.to_string(),
+            detail: source.to_string(),
+        }
+    }
+
+    /// The same error with every secret in its text masked.
+    pub fn redacted(self, secrets: &Secrets) -> DecodeError {
+        match self {
+            DecodeError::InvalidJson { event, detail } => DecodeError::InvalidJson {
+                event: secrets.redact(&event),
+                detail: secrets.redact(&detail),
+            },
+            DecodeError::Provider { kind, message } => DecodeError::Provider {
+                kind: secrets.redact(&kind),
+                message: secrets.redact(&message),
+            },
+            DecodeError::Truncated { expected } => DecodeError::Truncated { expected },
+        }
+    }
+
     /// Whether repeating the whole model call may succeed: overload, rate limit, server fault, cut stream.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -1,7 +1,5 @@
 //! The HTTP providers: Anthropic's Messages API and OpenAI's Chat Completions (and every compatible server).
 
-use std::time::Duration;
-
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
 
@@ -9,28 +7,30 @@ use super::Provider;
 use super::anthropic::{self, AnthropicDecoder};
 use super::error::{ProviderError, error_message, parse_retry_after};
 use super::openai::{self, Flavour, OpenAiDecoder};
+use super::redact::{MASK, Secrets, url_for_display};
 use super::request::ModelRequest;
-use super::stream::{EventStream, WireDecoder, decode_sse};
+use super::stream::{EventStream, StreamLimits, WireDecoder, decode_sse};
 use crate::manifest::Api;
 
 /// The version header every Messages API call carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// How long eve waits for the response headers, and then for each stream event.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Error bodies longer than this are cut before they are read into memory.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// A provider reached over HTTP.
-#[derive(Debug, Clone)]
+/// A provider reached over HTTP. It knows its secrets (the key, the credentials in its
+/// base URL), so it masks them in every error it returns and in its `Debug` form.
+#[derive(Clone)]
 pub struct HttpProvider {
     /// The name model references use: `anthropic`, `openai` or a `[providers.NAME]`.
     pub name: String,
     pub api: Api,
     pub flavour: Flavour,
     /// Anthropic: scheme and host (`https://api.anthropic.com`). OpenAI: up to `/v1`.
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub idle_timeout: Duration,
+    base_url: String,
+    api_key: Option<String>,
+    secrets: Secrets,
+    /// How long a call may wait, go without content, and take in all.
+    pub limits: StreamLimits,
     client: reqwest::Client,
 }
 
@@ -48,10 +48,22 @@ impl HttpProvider {
             api,
             flavour,
             base_url: base_url.trim_end_matches('/').to_string(),
+            secrets: Secrets::new(api_key.as_deref(), base_url),
             api_key,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            limits: StreamLimits::default(),
             client: crate::net::client()?,
         })
+    }
+
+    /// The same provider with other stream deadlines.
+    pub fn with_limits(mut self, limits: StreamLimits) -> HttpProvider {
+        self.limits = limits;
+        self
+    }
+
+    /// The endpoint eve posts to, with the base URL's credentials masked: what messages show.
+    pub fn display_url(&self) -> String {
+        url_for_display(&self.url())
     }
 
     /// The endpoint eve posts to.
@@ -98,13 +110,21 @@ impl HttpProvider {
             url: url.clone(),
             message,
         };
-        let response = match tokio::time::timeout(self.idle_timeout, builder.send()).await {
+        let started = tokio::time::Instant::now();
+        let headers_by = started + self.limits.idle.min(self.limits.total);
+        let response = match tokio::time::timeout_at(headers_by, builder.send()).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => return Err(connect_error(crate::net::error_chain(&e))),
+            Err(_) if self.limits.total <= self.limits.idle => {
+                return Err(ProviderError::Deadline {
+                    provider: self.name.clone(),
+                    secs: self.limits.total.as_secs_f64(),
+                });
+            }
             Err(_) => {
                 return Err(ProviderError::Idle {
                     provider: self.name.clone(),
-                    secs: self.idle_timeout.as_secs(),
+                    secs: self.limits.idle.as_secs_f64(),
                 });
             }
         };
@@ -115,7 +135,12 @@ impl HttpProvider {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
-            let body = read_capped(response, MAX_ERROR_BODY).await;
+            // A server that trickles its error body must not hold the call past its deadlines.
+            let body_by =
+                (tokio::time::Instant::now() + self.limits.idle).min(started + self.limits.total);
+            let body = tokio::time::timeout_at(body_by, read_capped(response, MAX_ERROR_BODY))
+                .await
+                .unwrap_or_default();
             return Err(ProviderError::Status {
                 provider: self.name.clone(),
                 status: status.as_u16(),
@@ -127,8 +152,22 @@ impl HttpProvider {
             response.bytes_stream(),
             decoder,
             &self.name,
-            self.idle_timeout,
+            self.limits,
+            started,
         ))
+    }
+}
+
+impl std::fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("name", &self.name)
+            .field("api", &self.api)
+            .field("flavour", &self.flavour)
+            .field("url", &self.display_url())
+            .field("api_key", &self.api_key.as_ref().map(|_| MASK))
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
     }
 }
 
@@ -147,7 +186,17 @@ impl Provider for HttpProvider {
         &'a self,
         request: &'a ModelRequest,
     ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
-        self.open(request).boxed()
+        async move {
+            match self.open(request).await {
+                Ok(events) => {
+                    let secrets = self.secrets.clone();
+                    let events = events.map(move |event| event.map_err(|e| e.redacted(&secrets)));
+                    Ok(Box::pin(events) as EventStream)
+                }
+                Err(error) => Err(error.redacted(&self.secrets)),
+            }
+        }
+        .boxed()
     }
 }
 
@@ -162,4 +211,65 @@ async fn read_capped(response: reqwest::Response, cap: usize) -> String {
         }
     }
     String::from_utf8_lossy(&body).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_debug_form_and_display_url_hold_no_secret() {
+        let provider = HttpProvider::new(
+            "anthropic",
+            Api::Anthropic,
+            Flavour::OpenAi,
+            "http://proxy:PASSWORD-1234@127.0.0.1:9/",
+            Some("sk-ant-api03-very-secret".into()),
+        )
+        .unwrap();
+        assert_eq!(
+            provider.url(),
+            "http://proxy:PASSWORD-1234@127.0.0.1:9/v1/messages"
+        );
+        assert_eq!(provider.display_url(), "http://***@127.0.0.1:9/v1/messages");
+        let debug = format!("{provider:?}");
+        assert!(
+            !debug.contains("PASSWORD") && !debug.contains("very-secret"),
+            "{debug}"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_from_the_provider_mask_its_key_and_url_credentials() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let provider = HttpProvider::new(
+            "openai",
+            Api::Openai,
+            Flavour::OpenAi,
+            &format!("http://proxy:PASSWORD-1234@127.0.0.1:{port}/v1"),
+            Some("sk-proj-very-secret".into()),
+        )
+        .unwrap();
+        let request = ModelRequest {
+            model: "gpt-test".into(),
+            system: String::new(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            max_output_tokens: 10,
+            temperature: None,
+        };
+        let Err(error) = provider.stream(&request).await else {
+            panic!("nothing listens on port {port}");
+        };
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "cannot reach openai at http://***@127.0.0.1:{port}/v1/chat/completions: "
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("PASSWORD"), "{text}");
+    }
 }

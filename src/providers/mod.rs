@@ -11,6 +11,7 @@ pub mod error;
 pub mod event;
 pub mod http;
 pub mod openai;
+pub mod redact;
 pub mod request;
 pub mod retry;
 pub mod scripted;
@@ -90,6 +91,7 @@ pub fn resolve(
             Arc::new(scripted::ScriptedProvider::load(&path)?)
         }
         ModelRef::Provider { provider, .. } => {
+            let limits = stream::StreamLimits::from_env(&env)?;
             if let Some(custom) = providers.get(provider) {
                 let api_key = match &custom.api_key_env {
                     Some(var) => Some(env(var).ok_or_else(|| {
@@ -98,13 +100,16 @@ pub fn resolve(
                     None => None,
                 };
                 let flavour = openai::Flavour::Compatible;
-                Arc::new(http::HttpProvider::new(
-                    provider,
-                    custom.api,
-                    flavour,
-                    &custom.base_url,
-                    api_key,
-                )?)
+                Arc::new(
+                    http::HttpProvider::new(
+                        provider,
+                        custom.api,
+                        flavour,
+                        &custom.base_url,
+                        api_key,
+                    )?
+                    .with_limits(limits),
+                )
             } else {
                 let (api, key_var, base_var, default_base, flavour) = match provider.as_str() {
                     "anthropic" => (
@@ -144,16 +149,14 @@ pub fn resolve(
                 let base = env(base_var).unwrap_or_else(|| default_base.to_string());
                 if !(base.starts_with("http://") || base.starts_with("https://")) {
                     return Err(format!(
-                        "{base_var} must start with http:// or https://, not `{base}`"
+                        "{base_var} must start with http:// or https://, not `{}`",
+                        redact::url_for_display(&base)
                     ));
                 }
-                Arc::new(http::HttpProvider::new(
-                    provider,
-                    api,
-                    flavour,
-                    &base,
-                    Some(key),
-                )?)
+                Arc::new(
+                    http::HttpProvider::new(provider, api, flavour, &base, Some(key))?
+                        .with_limits(limits),
+                )
             }
         }
     };
@@ -168,12 +171,14 @@ pub fn resolve(
     })
 }
 
-/// The variables of the built-in providers' keys.
+pub use crate::manifest::model::BUILTIN_KEY_VARIABLES;
+
+/// The variables of the built-in providers' keys, as owned names.
 pub fn key_variables_builtin() -> Vec<String> {
-    vec![
-        "ANTHROPIC_API_KEY".to_string(),
-        "OPENAI_API_KEY".to_string(),
-    ]
+    BUILTIN_KEY_VARIABLES
+        .iter()
+        .map(|v| v.to_string())
+        .collect()
 }
 
 /// The environment variables that hold provider API keys for this agent and its subagents:

@@ -40,11 +40,8 @@ impl OpenAiDecoder {
         if data.is_empty() {
             return Ok(Vec::new());
         }
-        let chunk: Chunk =
-            serde_json::from_str(data).map_err(|source| DecodeError::InvalidJson {
-                event: "chat.completion.chunk".to_string(),
-                source,
-            })?;
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|source| DecodeError::invalid_json("chat.completion.chunk", &source))?;
         if let Some(error) = chunk.error {
             return Err(error.into_decode_error());
         }
@@ -103,8 +100,13 @@ impl OpenAiDecoder {
             None => (None, None),
         };
         let existing = match (fragment.index, &id) {
-            (Some(key), _) => self.calls.iter().position(|call| call.key == Some(key)),
-            (None, Some(id)) => self.calls.iter().position(|call| &call.id == id),
+            // A new id at a used index is a new call: Ollama sends every call at `index: 0`.
+            (Some(key), _) => self
+                .calls
+                .iter()
+                .rposition(|call| call.key == Some(key))
+                .filter(|&at| id.as_ref().is_none_or(|id| &self.calls[at].id == id)),
+            (None, Some(id)) => self.calls.iter().rposition(|call| &call.id == id),
             // Without index, id or name, a fragment can only continue the latest call.
             (None, None) if name.is_none() => self.calls.len().checked_sub(1),
             (None, None) => None,
@@ -112,8 +114,10 @@ impl OpenAiDecoder {
         let index = match existing {
             Some(index) => index,
             None => {
+                // The dense index is the call's position, so no two calls ever share one.
+                // A missing id stays empty: the harness gives such calls ids of its own.
                 let index = self.calls.len();
-                let id = id.unwrap_or_else(|| format!("call_{index}"));
+                let id = id.unwrap_or_default();
                 out.push(StreamEvent::ToolCallStart {
                     index,
                     id: id.clone(),
@@ -359,6 +363,20 @@ pub fn request_body(request: &ModelRequest, flavour: Flavour) -> Value {
     body
 }
 
+/// Ollama's stream of two parallel calls: each arrives whole, both at `index: 0`, told apart only by id.
+#[cfg(test)]
+pub(crate) const OLLAMA_SHARED_INDEX: &str = r#"data: {"id":"chatcmpl-529","object":"chat.completion.chunk","created":1736600000,"model":"llama3.1:8b","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":[{"id":"call_k2x8n1qa","index":0,"type":"function","function":{"name":"deploy","arguments":"{\"target\":\"staging\"}"}}]},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-529","object":"chat.completion.chunk","created":1736600000,"model":"llama3.1:8b","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":[{"id":"call_7vz3m0pd","index":0,"type":"function","function":{"name":"deploy","arguments":"{\"target\":\"production\"}"}}]},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-529","object":"chat.completion.chunk","created":1736600000,"model":"llama3.1:8b","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"tool_calls"}]}
+
+data: {"id":"chatcmpl-529","object":"chat.completion.chunk","created":1736600000,"model":"llama3.1:8b","system_fingerprint":"fp_ollama","choices":[],"usage":{"prompt_tokens":210,"completion_tokens":38,"total_tokens":248}}
+
+data: [DONE]
+
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,6 +552,93 @@ data: [DONE]
     }
 
     #[test]
+    fn a_new_id_at_a_used_index_starts_a_new_call() {
+        let (events, end) = decode(OLLAMA_SHARED_INDEX);
+        end.unwrap();
+        assert_eq!(
+            events,
+            vec![
+                start(0, "call_k2x8n1qa", "deploy"),
+                args(0, "{\"target\":\"staging\"}"),
+                start(1, "call_7vz3m0pd", "deploy"),
+                args(1, "{\"target\":\"production\"}"),
+                StreamEvent::ToolCallEnd { index: 0 },
+                StreamEvent::ToolCallEnd { index: 1 },
+                StreamEvent::Finish(FinishReason::ToolUse),
+                StreamEvent::Usage(Usage {
+                    input_tokens: 210,
+                    output_tokens: 38,
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
+                }),
+            ]
+        );
+        assert_eq!(
+            tool_arguments(&events),
+            [
+                (0, json!({"target": "staging"})),
+                (1, json!({"target": "production"}))
+            ]
+            .into()
+        );
+    }
+
+    #[test]
+    fn fragments_without_an_id_or_with_the_same_id_continue_the_latest_call_at_their_index() {
+        let mut decoder = OpenAiDecoder::new();
+        let mut events = Vec::new();
+        for chunk in [
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "grep", "arguments": "{\"pattern\""}}]}}]}),
+            // Some servers repeat the id in every fragment.
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"arguments": ":"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "", "function": {"arguments": "\"x\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "b", "function": {"name": "glob", "arguments": "{\"pattern\":"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "\"*\"}"}}]}}]}),
+        ] {
+            events.extend(decoder.on_data(&chunk.to_string()).unwrap());
+        }
+        events.extend(decoder.on_data("[DONE]").unwrap());
+        events.extend(decoder.finish().unwrap());
+        assert_eq!(
+            tool_arguments(&events),
+            [(0, json!({"pattern": "x"})), (1, json!({"pattern": "*"}))].into()
+        );
+        let starts: Vec<_> = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallStart { .. }))
+            .cloned()
+            .collect();
+        assert_eq!(starts, vec![start(0, "a", "grep"), start(1, "b", "glob")]);
+    }
+
+    #[test]
+    fn empty_and_repeated_ids_pass_through_with_distinct_dense_indexes() {
+        let mut decoder = OpenAiDecoder::new();
+        let chunk = json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "dup", "function": {"name": "deploy", "arguments": "{}"}},
+            {"index": 1, "id": "dup", "function": {"name": "deploy", "arguments": "{}"}},
+            {"index": 2, "id": "", "function": {"name": "deploy", "arguments": "{}"}},
+            {"index": 3, "function": {"name": "deploy", "arguments": "{}"}},
+        ]}, "finish_reason": "tool_calls"}]});
+        let events = decoder.on_data(&chunk.to_string()).unwrap();
+        let starts: Vec<_> = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::ToolCallStart { .. }))
+            .cloned()
+            .collect();
+        // The decoder reports what the wire said; the harness makes the ids unique.
+        assert_eq!(
+            starts,
+            vec![
+                start(0, "dup", "deploy"),
+                start(1, "dup", "deploy"),
+                start(2, "", "deploy"),
+                start(3, "", "deploy"),
+            ]
+        );
+    }
+
+    #[test]
     fn calls_without_index_or_id_each_start_a_new_call() {
         let body = r#"data: {"choices":[{"delta":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"glob","arguments":{"pattern":"*.rs"}}},{"type":"function","function":{"name":"grep","arguments":"{\"pattern\":"}}]},"finish_reason":null}]}
 
@@ -546,9 +651,9 @@ data: [DONE]
         assert_eq!(
             events,
             vec![
-                start(0, "call_0", "glob"),
+                start(0, "", "glob"),
                 args(0, "{\"pattern\":\"*.rs\"}"),
-                start(1, "call_1", "grep"),
+                start(1, "", "grep"),
                 args(1, "{\"pattern\":"),
                 args(1, "\"todo\"}"),
                 StreamEvent::ToolCallEnd { index: 0 },

@@ -20,6 +20,9 @@ pub enum Reply {
     /// Like `Sse`, then the connection stays open and silent for a minute (a stream a
     /// test kills eve in the middle of).
     Stall(Vec<String>),
+    /// Like `Sse`, then `tick` (a ping or an empty chunk) every 20 ms until the client
+    /// hangs up, for at most a minute: a stream that is alive but never says anything.
+    KeepAlive { head: Vec<String>, tick: String },
     /// Any status with headers and a body.
     Status {
         status: u16,
@@ -150,6 +153,20 @@ fn serve(
                 }
             }
             thread::sleep(Duration::from_secs(60));
+        }
+        Some(Reply::KeepAlive { head, tick }) => {
+            let start =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            if stream.write_all(start.as_bytes()).is_err() {
+                return;
+            }
+            let ticks = std::iter::repeat_n(tick, 3000);
+            for chunk in head.into_iter().chain(ticks) {
+                if stream.write_all(chunk.as_bytes()).is_err() || stream.flush().is_err() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
         }
         Some(Reply::Status {
             status,

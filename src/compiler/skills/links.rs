@@ -9,9 +9,7 @@ use pulldown_cmark::{Event, Parser, Tag};
 use super::super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::super::source::SourceFile;
 
-/// Placeholders other clients expand to the skill's own folder (trailofbits' `{baseDir}`,
-/// Claude Code's `${CLAUDE_SKILL_DIR}`).
-pub const SKILL_DIR_PLACEHOLDERS: &[&str] = &["{baseDir}", "${CLAUDE_SKILL_DIR}"];
+pub use crate::manifest::SKILL_DIR_PLACEHOLDERS;
 
 /// Where a skill sits.
 #[derive(Debug, Clone, Copy)]

@@ -43,8 +43,8 @@ pub const SPEC: BuiltinTool = BuiltinTool {
     timeout_secs: 3600,
     settings: &[Setting {
         name: "max_depth",
-        kind: SettingKind::PositiveInt,
-        description: "how deep agents may nest (default 3)",
+        kind: SettingKind::IntRange { min: 1, max: 10 },
+        description: "how deep agents may nest (default 3, at most 10)",
     }],
     availability: Availability::Always,
 };

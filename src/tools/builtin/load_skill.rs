@@ -63,7 +63,7 @@ impl LoadSkill {
         };
         let file = ctx.agent_dir.join(&skill.path);
         // Like `eve build`: a regular file only, never opened in a way that blocks.
-        let text = match crate::compiler::inputs::read_text(&file) {
+        let text = match crate::textfile::read_text(&file) {
             Ok(text) => text,
             Err(e) => {
                 return ToolOutput::error(format!(
@@ -90,7 +90,7 @@ impl LoadSkill {
         // Skills written for other clients name their own folder with a placeholder
         // those clients expand; eve checks the links at build time and says here what
         // the placeholder stands for, so the model can read the files.
-        let placeholders: Vec<&str> = crate::compiler::skills::SKILL_DIR_PLACEHOLDERS
+        let placeholders: Vec<&str> = crate::manifest::SKILL_DIR_PLACEHOLDERS
             .iter()
             .copied()
             .filter(|p| body.contains(p))

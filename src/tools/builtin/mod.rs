@@ -223,7 +223,7 @@ mod tests {
                 (
                     "agent",
                     Availability::Always,
-                    vec![("max_depth", SettingKind::PositiveInt)]
+                    vec![("max_depth", SettingKind::IntRange { min: 1, max: 10 })]
                 ),
                 ("load_skill", Availability::WithSkills, vec![]),
             ]

@@ -1,0 +1,93 @@
+//! Reading a text file eve is given (an agent's files, a skill body) safely: a size
+//! limit checked before reading, UTF-8, and anything but a regular file refused by its
+//! type without blocking, so a FIFO planted in a folder cannot hang eve.
+
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+
+/// Input files larger than this are refused without being read.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Reads a UTF-8 text file of at most [`MAX_FILE_BYTES`], never loading a larger one.
+/// Anything but a regular file (a FIFO, a socket, a device) is refused by its type and
+/// opened without blocking, so a FIFO planted in the agent directory cannot hang a build.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let describe = |e: std::io::Error| match e.raw_os_error() {
+        Some(libc::ELOOP) => "symbolic link loop".to_string(),
+        _ => format!("cannot read: {e}"),
+    };
+    let meta = fs::metadata(path).map_err(describe)?;
+    if meta.is_dir() {
+        return Err("expected a file, found a folder".into());
+    }
+    if !meta.is_file() {
+        return Err(format!("expected a regular file, found {}", special(&meta)));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "file is too large ({} bytes; the limit is {} bytes)",
+            meta.len(),
+            MAX_FILE_BYTES
+        ));
+    }
+    let file = open_nonblocking(path).map_err(describe)?;
+    // The file may have been swapped since it was looked at.
+    let opened = file.metadata().map_err(describe)?;
+    if !opened.is_file() {
+        return Err(format!(
+            "expected a regular file, found {}",
+            special(&opened)
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(describe)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!("file is too large (over {MAX_FILE_BYTES} bytes)"));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..offset]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1;
+        format!("file is not valid UTF-8 (line {line}, byte {offset})")
+    })
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
+    fs::File::open(path)
+}
+
+/// What a file that is neither a regular file nor a folder is.
+fn special(meta: &fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+    }
+    let _ = meta;
+    "a special file"
+}
