@@ -33,7 +33,8 @@ pub struct Estimate {
 impl Estimate {
     /// The estimate in tokens.
     pub fn tokens(&self) -> u64 {
-        self.last_input_tokens + tokens(self.appended_chars)
+        self.last_input_tokens
+            .saturating_add(tokens(self.appended_chars))
     }
 
     /// The provider counted a model call's input.

@@ -51,7 +51,7 @@ pub fn system_prompt(
     };
     let mut prompt = instructions::render(&manifest.instructions, &context)
         .map_err(|e| format!("cannot render the instructions: {e}"))?;
-    if !manifest.skills.is_empty() && offered.iter().any(|t| t == "load_skill") {
+    if !manifest.skills.is_empty() && registry.offers(crate::tools::builtin::Builtin::LoadSkill) {
         prompt.push_str(&skills_section(manifest));
     }
     Ok(prompt)

@@ -166,6 +166,11 @@ impl Registry {
         self.entries.iter().map(|e| e.spec.name.clone()).collect()
     }
 
+    /// Whether this built-in is offered (overridden or not).
+    pub fn offers(&self, builtin: Builtin) -> bool {
+        self.entries.iter().any(|e| e.builtin == Some(builtin))
+    }
+
     /// The manifest's tools that are not offered, and why.
     pub fn unavailable(&self) -> &[Unavailable] {
         &self.unavailable

@@ -43,7 +43,10 @@ pub const SPEC: BuiltinTool = BuiltinTool {
     timeout_secs: 3600,
     settings: &[Setting {
         name: "max_depth",
-        kind: SettingKind::IntRange { min: 1, max: 10 },
+        kind: SettingKind::IntRange {
+            min: 1,
+            max: MAX_DEPTH as u64,
+        },
         description: "how deep agents may nest (default 3, at most 10)",
     }],
     availability: Availability::Always,
@@ -51,6 +54,9 @@ pub const SPEC: BuiltinTool = BuiltinTool {
 
 /// How deep agents nest unless the `agent` tool's `max_depth` setting says otherwise.
 pub const DEFAULT_MAX_DEPTH: u32 = 3;
+
+/// The deepest `max_depth` an agent may set (deeper nesting would overflow the stack).
+pub const MAX_DEPTH: u32 = 10;
 
 #[derive(Debug, Deserialize)]
 struct Input {
@@ -156,8 +162,9 @@ pub fn max_depth(manifest: &Manifest) -> u32 {
     manifest
         .tools
         .iter()
-        .find(|t| t.name == "agent" && t.source != crate::manifest::ToolSource::Custom)
+        .find(|t| t.name == SPEC.name && t.source != crate::manifest::ToolSource::Custom)
         .and_then(|t| t.settings.get("max_depth"))
         .and_then(Value::as_u64)
-        .map_or(DEFAULT_MAX_DEPTH, |d| u32::try_from(d).unwrap_or(u32::MAX))
+        // The build refuses more than MAX_DEPTH; a hand-edited manifest gets no further.
+        .map_or(DEFAULT_MAX_DEPTH, |d| u32::try_from(d.min(u64::from(MAX_DEPTH))).unwrap_or(MAX_DEPTH))
 }
