@@ -19,6 +19,7 @@ pub mod secrets;
 pub mod session;
 pub mod suggest;
 pub mod sync;
+pub mod template;
 pub mod text;
 pub mod textfile;
 pub mod tools;

@@ -112,34 +112,20 @@ fn compile_files(
     }
     tools.extend(subagents.iter().map(subagent_tool));
 
-    let sample = instructions::Context {
-        agent: instructions::AgentInfo {
-            name: config.agent.name.clone(),
-            description: config.agent.description.clone().unwrap_or_default(),
-            model: config.agent.model.clone(),
-        },
-        tools: tools
-            .iter()
-            .map(|t| instructions::Named {
-                name: t.name.clone(),
-                description: t.description.clone(),
-            })
-            .collect(),
-        skills: skills
-            .iter()
-            .map(|s| instructions::Named {
-                name: s.name.clone(),
-                description: s.description.clone(),
-            })
-            .collect(),
-        workspace: "/workspace".into(),
-        date: "2000-01-01".into(),
-        env: config
+    // A trial render with sample values: every variable must exist.
+    let sample = crate::template::Context::new(
+        &config.agent,
+        &config.agent.model,
+        &tools,
+        &skills,
+        "/workspace".into(),
+        "2000-01-01".into(),
+        config
             .instructions_env
             .iter()
             .map(|v| (v.clone(), String::new()))
             .collect::<BTreeMap<_, _>>(),
-    };
+    );
     let instructions = instructions::compile(
         &files.instructions,
         &files.prefix,

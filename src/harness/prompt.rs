@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::compiler::instructions::{self, AgentInfo, Context, Named};
 use crate::manifest::Manifest;
+use crate::template::{self, Context};
 use crate::tools::Registry;
 
 /// Renders the instructions for a run and appends the skills list when `load_skill` is offered.
@@ -17,39 +17,21 @@ pub fn system_prompt(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, String> {
     let offered = registry.names();
-    let context = Context {
-        agent: AgentInfo {
-            name: manifest.agent.name.clone(),
-            description: manifest.agent.description.clone().unwrap_or_default(),
-            model: model.to_string(),
-        },
-        tools: manifest
-            .tools
-            .iter()
-            .filter(|t| offered.contains(&t.name))
-            .map(|t| Named {
-                name: t.name.clone(),
-                description: t.description.clone(),
-            })
-            .collect(),
-        skills: manifest
-            .skills
-            .iter()
-            .map(|s| Named {
-                name: s.name.clone(),
-                description: s.description.clone(),
-            })
-            .collect(),
-        workspace: workspace.display().to_string(),
-        date: crate::ids::now_rfc3339().chars().take(10).collect(),
-        env: manifest
+    let context = Context::new(
+        &manifest.agent,
+        model,
+        manifest.tools.iter().filter(|t| offered.contains(&t.name)),
+        &manifest.skills,
+        workspace.display().to_string(),
+        crate::ids::now_rfc3339().chars().take(10).collect(),
+        manifest
             .instructions
             .env
             .iter()
             .map(|name| (name.clone(), env(name).unwrap_or_default()))
             .collect::<BTreeMap<_, _>>(),
-    };
-    let mut prompt = instructions::render(&manifest.instructions, &context)
+    );
+    let mut prompt = template::render(&manifest.instructions, &context)
         .map_err(|e| format!("cannot render the instructions: {e}"))?;
     if !manifest.skills.is_empty() && registry.offers(crate::tools::builtin::Builtin::LoadSkill) {
         prompt.push_str(&skills_section(manifest));
