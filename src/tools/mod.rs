@@ -3,10 +3,14 @@
 pub mod builtin;
 pub mod custom;
 pub mod files;
+#[cfg(target_os = "linux")]
+mod orphans;
 pub mod output;
 pub mod process;
 pub mod registry;
 pub mod state;
+#[cfg(target_os = "linux")]
+mod supervisor;
 pub mod workspace;
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
-//! `bash`: `bash -c` in the workspace, in its own process group, with a timeout, capped
-//! output, and the agent's `allow` / `deny` patterns over the command line.
+//! `bash`: `bash -c` in the workspace under `process::run` (a timeout, capped output,
+//! nothing outliving the call), and the agent's `allow` / `deny` rules.
 
 use std::time::Duration;
 
@@ -18,8 +18,10 @@ use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
 pub const SPEC: BuiltinTool = BuiltinTool {
     name: "bash",
     description: "Runs a shell command with `bash -c` in the workspace root and returns its exit \
-        code, stdout and stderr. The command runs in its own process group and is killed when \
-        it exceeds timeout_secs (default 120, at most 600). Each call starts a fresh shell: \
+        code, stdout and stderr. The command is killed when it exceeds timeout_secs (default \
+        120, at most 600), and whatever it leaves running in the background (`&`, nohup, \
+        setsid) is killed when it exits: nothing outlives the call, so do not start servers \
+        or daemons with it. Each call starts a fresh shell: \
         `cd` and exported variables do not carry over to the next call, so chain dependent \
         commands with `&&` in one call. Long output is truncated, keeping its beginning and \
         its end. Provider API keys are removed from the environment. Use it for builds, \
@@ -153,11 +155,11 @@ impl Bash {
             Ok(finished) => finished,
             Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
         };
-        let (end, out, err, lingering) = (
+        let (end, out, err, cleanup) = (
             finished.end,
             finished.stdout,
             finished.stderr,
-            finished.lingering,
+            finished.cleanup,
         );
         let mut text = String::new();
         let (is_error, status_line) = match &end {
@@ -170,19 +172,19 @@ impl Bash {
             process::End::TimedOut => (
                 true,
                 format!(
-                    "timed_out: the command ran longer than {} s; it and every process it started were killed",
+                    "timed_out: the command ran longer than {} s; eve killed it",
                     timeout.as_secs()
                 ),
             ),
             process::End::Aborted => (
                 true,
-                "aborted: the turn was interrupted; the command and its processes were killed"
-                    .into(),
+                "aborted: the turn was interrupted; eve killed the command".into(),
             ),
         };
         text.push_str(&status_line);
-        if lingering {
-            text.push_str("\nnote: background processes still held the output open after the command exited; they were stopped");
+        if let Some(note) = cleanup.note(&end) {
+            text.push('\n');
+            text.push_str(&note);
         }
         if out.truncated() || err.truncated() {
             text.push_str("\ntruncated: true (the middle of the output was cut)");
@@ -353,8 +355,9 @@ mod tests {
             .await;
         assert!(!out.is_error, "{}", out.content);
         assert!(
-            out.content
-                .contains("background processes still held the output open"),
+            out.content.contains(
+                "note: 1 background process started by the command was still running when it exited and still held its output open; eve killed it"
+            ),
             "{}",
             out.content
         );

@@ -1,6 +1,6 @@
 //! Command tools: a program started with templated arguments, the input as JSON on stdin,
-//! stdout as the result. Runs in the workspace in its own process group; a timeout or an
-//! aborted turn kills the whole group.
+//! stdout as the result. Runs in the workspace under `process::run`: a timeout, an aborted
+//! turn or its exit kills everything it started.
 
 use std::time::Duration;
 
@@ -62,14 +62,15 @@ impl CommandTool {
                 Ok(finished) => finished,
                 Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
             };
-        match finished.end {
+        let note = finished.cleanup.note(&finished.end);
+        let output = match finished.end {
             End::TimedOut => ToolOutput::error(format!(
-                "`{}` timed out after {} s and was killed",
+                "`{}` timed out after {} s; eve killed it",
                 self.name,
                 self.timeout.as_secs()
             )),
             End::Aborted => ToolOutput::error(format!(
-                "`{}` was aborted: the turn was interrupted",
+                "`{}` was aborted: the turn was interrupted; eve killed it",
                 self.name
             )),
             End::Exited(Err(e)) => ToolOutput::error(format!("cannot wait for `{program}`: {e}")),
@@ -93,6 +94,13 @@ impl CommandTool {
                     ToolOutput::error(text)
                 }
             }
+        };
+        match note {
+            Some(note) => ToolOutput {
+                content: format!("{}\n\n{note}", output.content.trim_end_matches('\n')),
+                is_error: output.is_error,
+            },
+            None => output,
         }
     }
 }
@@ -230,7 +238,14 @@ mod tests {
             .call(&json!({}), &ctx(dir.path()))
             .await;
         assert!(!out.is_error, "{out:?}");
-        let pid: i32 = out.content.trim().parse().unwrap();
+        let (pid, note) = out.content.split_once("\n\n").unwrap();
+        let pid: i32 = pid.trim().parse().unwrap();
+        assert!(
+            note.starts_with(
+                "note: 1 background process started by the command was still running when it exited"
+            ),
+            "{note}"
+        );
         std::thread::sleep(Duration::from_millis(100));
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         assert!(
