@@ -71,7 +71,7 @@ impl Cleanup {
                 if background == 1 { "was" } else { "were" },
                 if background == 1 { "it" } else { "them" },
             ));
-        } else if exited && self.held_output {
+        } else if exited && self.held_output && !self.output_cut {
             lines.push(
                 "note: background processes held the output open after the command exited; they ended before eve killed them"
                     .to_string(),
@@ -347,5 +347,59 @@ impl Tree {
         }
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reading_stops_when_a_process_outside_the_call_holds_the_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path().to_path_buf(), dir.path().join("agent"));
+        let pidfile = dir.path().join("pid");
+        let mut command = tokio::process::Command::new("sh");
+        command.arg("-c").arg(format!(
+            "echo $$ > {}; while [ ! -e {}.held ]; do sleep 0.02; done; echo done",
+            pidfile.display(),
+            pidfile.display()
+        ));
+        let pidfile2 = pidfile.clone();
+        // The test process, outside the call, opens the program's stdout and keeps it.
+        let holder = tokio::task::spawn_blocking(move || {
+            loop {
+                if let Ok(pid) = std::fs::read_to_string(&pidfile2) {
+                    if let Ok(pid) = pid.trim().parse::<u32>() {
+                        let pipe = std::fs::OpenOptions::new()
+                            .write(true)
+                            .open(format!("/proc/{pid}/fd/1"))
+                            .unwrap();
+                        std::fs::write(pidfile2.with_extension("held"), "").unwrap();
+                        return pipe;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let finished = run(command, None, &ctx, Duration::from_secs(30), 1024)
+            .await
+            .unwrap();
+        let _pipe = holder.await.unwrap();
+        assert!(matches!(finished.end, End::Exited(Ok(s)) if s.success()));
+        assert_eq!(finished.stdout.text(), "done\n");
+        assert_eq!(
+            finished.cleanup,
+            Cleanup {
+                held_output: true,
+                output_cut: true,
+                ..Cleanup::default()
+            }
+        );
+        assert_eq!(
+            finished.cleanup.note(&finished.end).unwrap(),
+            "note: a process outside the call still held the output open; eve stopped reading 500 ms after the call's processes were gone, so the end of the output may be missing"
+        );
     }
 }
