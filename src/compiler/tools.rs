@@ -380,8 +380,22 @@ fn read_custom(
         .map_or(CUSTOM_TOOL_TIMEOUT_SECS, |t| t.value);
     let read_only = root.bool("read_only").is_some_and(|b| b.value);
     let schema = read_schema(root);
-    let command = read_command(root);
+    let allow_options = root.bool("allow_option_arguments");
+    let command = read_command(root, allow_options.as_ref().is_some_and(|b| b.value));
     let http = read_http(root);
+    if let Some(flag) = &allow_options {
+        if !root.contains("command") {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    "`allow_option_arguments` applies only to command tools",
+                )
+                .at(&toml.src, flag.span.clone())
+                .note("it lets an argument of `command` built from the input start with `-`"),
+            );
+            ok = false;
+        }
+    }
 
     let mut missing = Vec::new();
     if description.is_none() && !root.contains("description") {
@@ -506,7 +520,7 @@ fn read_schema(root: &mut TableReader<'_>) -> Option<serde_json::Value> {
     Some(schema)
 }
 
-fn read_command(root: &mut TableReader<'_>) -> Option<Executor> {
+fn read_command(root: &mut TableReader<'_>, allow_option_arguments: bool) -> Option<Executor> {
     let toml = root.file();
     let span = root.key_span("command");
     let argv = root.string_array("command")?;
@@ -524,6 +538,7 @@ fn read_command(root: &mut TableReader<'_>) -> Option<Executor> {
     }
     ok.then(|| Executor::Command {
         argv: argv.into_iter().map(|a| a.value).collect(),
+        allow_option_arguments,
     })
 }
 
@@ -589,6 +604,7 @@ fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
     if let Some(body) = &body {
         ok &= check_template(toml, "http.body", body, &allowed);
     }
+    let allow_private = http.bool("allow_private").is_some_and(|b| b.value);
     http.finish();
     match (ok, url) {
         (true, Some(url)) => Some(Executor::Http {
@@ -596,6 +612,7 @@ fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
             url: url.value,
             headers,
             body: body.map(|b| b.value),
+            allow_private,
         }),
         _ => None,
     }

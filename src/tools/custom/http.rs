@@ -35,6 +35,28 @@ pub struct RenderedRequest {
 }
 
 impl HttpTool {
+    /// The tool as its manifest entry declares it.
+    pub fn from_manifest(tool: &crate::manifest::Tool) -> Result<HttpTool, String> {
+        let crate::manifest::Executor::Http {
+            method,
+            url,
+            headers,
+            body,
+            allow_private: _,
+        } = &tool.executor
+        else {
+            return Err(format!("`{}` is not an HTTP tool", tool.name));
+        };
+        Ok(HttpTool {
+            name: tool.name.clone(),
+            method: method.clone(),
+            url: url.clone(),
+            headers: headers.clone(),
+            body: body.clone(),
+            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
+        })
+    }
+
     /// Renders the templates for one call; `env` is the process environment.
     pub fn render(
         &self,
