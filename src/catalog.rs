@@ -22,6 +22,8 @@ pub enum SettingKind {
     StringList,
     /// An integer of at least 1.
     PositiveInt,
+    /// An array of command patterns (`bash`'s `allow` and `deny`).
+    CommandPatterns,
 }
 
 /// One key a built-in tool accepts under `[settings]`.

@@ -342,6 +342,15 @@ fn read_settings(
             SettingKind::StringList => json
                 .as_array()
                 .is_some_and(|a| a.iter().all(serde_json::Value::is_string)),
+            SettingKind::CommandPatterns => match item.as_array() {
+                Some(array) if array.iter().all(|v| v.as_str().is_some()) => {
+                    if command_patterns(toml, key, array) {
+                        out.insert(key.to_string(), json);
+                    }
+                    continue;
+                }
+                _ => false,
+            },
         };
         if ok {
             out.insert(key.to_string(), json);
@@ -349,7 +358,7 @@ fn read_settings(
             let expected = match setting.kind {
                 SettingKind::Bool => "true or false",
                 SettingKind::PositiveInt => "a positive integer",
-                SettingKind::StringList => "an array of strings",
+                SettingKind::StringList | SettingKind::CommandPatterns => "an array of strings",
             };
             toml.error(
                 code::WRONG_TYPE,
@@ -360,6 +369,27 @@ fn read_settings(
     }
     settings.finish();
     out
+}
+
+/// Checks each pattern of `bash`'s `allow` or `deny`; false when one is not valid.
+fn command_patterns(toml: &TomlFile, key: &str, array: &toml_edit::Array) -> bool {
+    let mut ok = true;
+    for value in array.iter() {
+        let Some(text) = value.as_str() else { continue };
+        if let Err(e) = crate::tools::command_pattern::CommandPattern::parse(text) {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_COMMAND_PATTERN,
+                    format!("`{text}` in `settings.{key}` is not a valid command pattern"),
+                )
+                .at(&toml.src, value.span())
+                .label(e)
+                .help("a pattern is the words of one command, each a glob, e.g. `git log`, `git show *` or `rm -rf*` (see the `bash` tool in docs/tools.md)"),
+            );
+            ok = false;
+        }
+    }
+    ok
 }
 
 fn read_custom(

@@ -1,6 +1,8 @@
 //! Tools the model can call: the built-in catalog, the registry a run offers, and the executors.
 
 pub mod builtin;
+pub mod command_line;
+pub mod command_pattern;
 pub mod custom;
 pub mod files;
 #[cfg(target_os = "linux")]
