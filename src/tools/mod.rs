@@ -4,7 +4,9 @@ pub mod builtin;
 pub mod command_line;
 pub mod command_pattern;
 pub mod custom;
+pub mod egress;
 pub mod files;
+pub mod html;
 #[cfg(target_os = "linux")]
 mod orphans;
 pub mod output;
