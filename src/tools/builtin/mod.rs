@@ -210,8 +210,8 @@ mod tests {
                     "bash",
                     Availability::Always,
                     vec![
-                        ("allow", SettingKind::StringList),
-                        ("deny", SettingKind::StringList)
+                        ("allow", SettingKind::CommandPatterns),
+                        ("deny", SettingKind::CommandPatterns)
                     ]
                 ),
                 (
