@@ -3,7 +3,8 @@
 //! started outlives it: on Linux the program runs under its own supervisor (a child
 //! subreaper, see `supervisor.rs`), which kills every descendant, however far it wandered
 //! from the process group; elsewhere the process group is killed. `bash` and command tools
-//! share this.
+//! share this. A long-lived child that is not part of a call (a stdio connection) gets a
+//! supervisor of its own through the same [`Tree`], so no call's cleanup reaches it.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -22,6 +23,7 @@ const PIPE_GRACE: Duration = Duration::from_secs(1);
 const OUTPUT_GRACE: Duration = Duration::from_millis(500);
 /// How long eve waits for the supervisor to kill its tree and exit before it kills the
 /// supervisor itself.
+#[cfg(target_os = "linux")]
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// How the program ended.
