@@ -25,6 +25,8 @@ pub enum SettingKind {
     /// An integer from `min` to `max`, both included: for a value that costs more the
     /// larger it is, so a file cannot ask for more than eve can give.
     IntRange { min: u64, max: u64 },
+    /// An array of command patterns (`bash`'s `allow` and `deny`).
+    CommandPatterns,
 }
 
 /// One key a built-in tool accepts under `[settings]`.

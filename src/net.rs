@@ -14,6 +14,10 @@ pub fn client() -> Result<reqwest::Client, String> {
             reqwest::Client::builder()
                 .user_agent(concat!("eve/", env!("CARGO_PKG_VERSION")))
                 .connect_timeout(Duration::from_secs(30))
+                // Decompression is there for web_fetch and HTTP tools; provider streams
+                // stay as they were, uncompressed and unbuffered.
+                .no_gzip()
+                .no_brotli()
                 .build()
                 .map_err(|e| format!("cannot set up the HTTP client: {e}"))
         })

@@ -47,6 +47,7 @@ pub mod code {
     pub const NEAR_BUILTIN: &str = "W0213";
     pub const EMPTY_OVERRIDE: &str = "W0214";
     pub const TOOL_NOT_AVAILABLE: &str = "W0216";
+    pub const INVALID_COMMAND_PATTERN: &str = "E0217";
 
     pub const MISSING_INSTRUCTIONS: &str = "E0301";
     pub const TEMPLATE_SYNTAX: &str = "E0302";

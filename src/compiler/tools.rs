@@ -345,6 +345,15 @@ fn read_settings(
             SettingKind::IntRange { min, max } => {
                 json.as_u64().is_some_and(|n| (min..=max).contains(&n))
             }
+            SettingKind::CommandPatterns => match item.as_array() {
+                Some(array) if array.iter().all(|v| v.as_str().is_some()) => {
+                    if command_patterns(toml, key, array) {
+                        out.insert(key.to_string(), json);
+                    }
+                    continue;
+                }
+                _ => false,
+            },
         };
         if ok {
             out.insert(key.to_string(), json);
@@ -362,7 +371,7 @@ fn read_settings(
             let expected = match setting.kind {
                 SettingKind::Bool => "true or false",
                 SettingKind::PositiveInt => "a positive integer",
-                SettingKind::StringList => "an array of strings",
+                SettingKind::StringList | SettingKind::CommandPatterns => "an array of strings",
                 SettingKind::IntRange { .. } => "an integer",
             };
             toml.error(
@@ -374,6 +383,27 @@ fn read_settings(
     }
     settings.finish();
     out
+}
+
+/// Checks each pattern of `bash`'s `allow` or `deny`; false when one is not valid.
+fn command_patterns(toml: &TomlFile, key: &str, array: &toml_edit::Array) -> bool {
+    let mut ok = true;
+    for value in array.iter() {
+        let Some(text) = value.as_str() else { continue };
+        if let Err(e) = crate::tools::command_pattern::CommandPattern::parse(text) {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_COMMAND_PATTERN,
+                    format!("`{text}` in `settings.{key}` is not a valid command pattern"),
+                )
+                .at(&toml.src, value.span())
+                .label(e)
+                .help("a pattern is the words of one command, each a glob, e.g. `git log`, `git show *` or `rm -rf*` (see the `bash` tool in docs/tools.md)"),
+            );
+            ok = false;
+        }
+    }
+    ok
 }
 
 fn read_custom(
@@ -394,8 +424,22 @@ fn read_custom(
         .map_or(CUSTOM_TOOL_TIMEOUT_SECS, |t| t.value);
     let read_only = root.bool("read_only").is_some_and(|b| b.value);
     let schema = read_schema(root);
-    let command = read_command(root);
+    let allow_options = root.bool("allow_option_arguments");
+    let command = read_command(root, allow_options.as_ref().is_some_and(|b| b.value));
     let http = read_http(root);
+    if let Some(flag) = &allow_options {
+        if !root.contains("command") {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    "`allow_option_arguments` applies only to command tools",
+                )
+                .at(&toml.src, flag.span.clone())
+                .note("it lets an argument of `command` built from the input start with `-`"),
+            );
+            ok = false;
+        }
+    }
 
     let mut missing = Vec::new();
     if description.is_none() && !root.contains("description") {
@@ -520,7 +564,7 @@ fn read_schema(root: &mut TableReader<'_>) -> Option<serde_json::Value> {
     Some(schema)
 }
 
-fn read_command(root: &mut TableReader<'_>) -> Option<Executor> {
+fn read_command(root: &mut TableReader<'_>, allow_option_arguments: bool) -> Option<Executor> {
     let toml = root.file();
     let span = root.key_span("command");
     let argv = root.string_array("command")?;
@@ -538,6 +582,7 @@ fn read_command(root: &mut TableReader<'_>) -> Option<Executor> {
     }
     ok.then(|| Executor::Command {
         argv: argv.into_iter().map(|a| a.value).collect(),
+        allow_option_arguments,
     })
 }
 
@@ -603,6 +648,7 @@ fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
     if let Some(body) = &body {
         ok &= check_template(toml, "http.body", body, &allowed);
     }
+    let allow_private = http.bool("allow_private").is_some_and(|b| b.value);
     http.finish();
     match (ok, url) {
         (true, Some(url)) => Some(Executor::Http {
@@ -610,6 +656,7 @@ fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
             url: url.value,
             headers,
             body: body.map(|b| b.value),
+            allow_private,
         }),
         _ => None,
     }

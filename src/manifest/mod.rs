@@ -216,16 +216,28 @@ pub enum Executor {
     /// eve's own implementation of the built-in tool of that name.
     Builtin,
     /// A program: argv (minijinja templates), tool input as JSON on stdin.
-    Command { argv: Vec<String> },
+    Command {
+        argv: Vec<String>,
+        /// Whether an argument rendered from the input may start with `-` (an option).
+        #[serde(default, skip_serializing_if = "is_false")]
+        allow_option_arguments: bool,
+    },
     /// An HTTP request whose parts are minijinja templates over the input.
     Http {
         method: String,
         url: String,
         headers: BTreeMap<String, String>,
         body: Option<String>,
+        /// Whether loopback, private and link-local addresses may be reached.
+        #[serde(default, skip_serializing_if = "is_false")]
+        allow_private: bool,
     },
     /// The subagent of that name, run with the input's `task`.
     Subagent { name: String },
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// A skill the model can load.

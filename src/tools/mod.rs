@@ -3,13 +3,21 @@
 pub mod arguments;
 pub mod beneath;
 pub mod builtin;
+pub mod command_line;
+pub mod command_pattern;
 pub mod custom;
+pub mod egress;
 pub mod files;
+pub mod html;
+#[cfg(target_os = "linux")]
+mod orphans;
 pub mod output;
 pub mod process;
 pub mod registry;
 pub mod replace;
 pub mod state;
+#[cfg(target_os = "linux")]
+mod supervisor;
 pub mod walk;
 pub mod workspace;
 

@@ -1,6 +1,7 @@
 //! Bounded capture of a process's output: the head and the tail are kept, the middle is cut.
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
 
 /// Output read from a stream, with at most `limit` bytes kept.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -75,15 +76,23 @@ impl Captured {
     }
 }
 
-/// Reads `reader` to its end, keeping at most `limit` bytes.
-pub async fn capture<R: AsyncRead + Unpin>(reader: Option<R>, limit: usize) -> Captured {
+/// Reads `reader` to its end, or until `stop` is cancelled, keeping at most `limit` bytes.
+pub async fn capture<R: AsyncRead + Unpin>(
+    reader: Option<R>,
+    limit: usize,
+    stop: CancellationToken,
+) -> Captured {
     let mut captured = Captured::new(limit);
     let Some(mut reader) = reader else {
         return captured;
     };
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        match reader.read(&mut buf).await {
+        let read = tokio::select! {
+            read = reader.read(&mut buf) => read,
+            () = stop.cancelled() => break,
+        };
+        match read {
             Ok(0) | Err(_) => break,
             Ok(n) => captured.push(&buf[..n]),
         }

@@ -36,26 +36,9 @@ fn executor(
     tool: &manifest::Tool,
     manifest: &manifest::Manifest,
 ) -> Result<Arc<dyn ToolExec>, String> {
-    let timeout = Duration::from_secs(tool.timeout_secs.max(1));
     match &tool.executor {
-        Executor::Command { argv } => Ok(Arc::new(CommandTool {
-            name: tool.name.clone(),
-            argv: argv.clone(),
-            timeout,
-        })),
-        Executor::Http {
-            method,
-            url,
-            headers,
-            body,
-        } => Ok(Arc::new(HttpTool {
-            name: tool.name.clone(),
-            method: method.clone(),
-            url: url.clone(),
-            headers: headers.clone(),
-            body: body.clone(),
-            timeout,
-        })),
+        Executor::Command { .. } => Ok(Arc::new(CommandTool::from_manifest(tool)?)),
+        Executor::Http { .. } => Ok(Arc::new(HttpTool::from_manifest(tool)?)),
         Executor::Builtin => Builtin::from_name(&tool.name)
             .ok_or_else(|| {
                 format!(

@@ -1,14 +1,15 @@
-//! `bash`: `bash -c` in the workspace, in its own process group, with a timeout, capped
-//! output, and the agent's `allow` / `deny` patterns over the command line.
+//! `bash`: `bash -c` in the workspace under `process::run` (a timeout, capped output,
+//! nothing outliving the call), and the agent's `allow` / `deny` rules.
 
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::tools::command_line;
+use crate::tools::command_pattern::{CommandPattern, DenyMatch};
 use crate::tools::process;
 use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::manifest;
@@ -18,8 +19,10 @@ use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
 pub const SPEC: BuiltinTool = BuiltinTool {
     name: "bash",
     description: "Runs a shell command with `bash -c` in the workspace root and returns its exit \
-        code, stdout and stderr. The command runs in its own process group and is killed when \
-        it exceeds timeout_secs (default 120, at most 600). Each call starts a fresh shell: \
+        code, stdout and stderr. The command is killed when it exceeds timeout_secs (default \
+        120, at most 600), and whatever it leaves running in the background (`&`, nohup, \
+        setsid) is killed when it exits: nothing outlives the call, so do not start servers \
+        or daemons with it. Each call starts a fresh shell: \
         `cd` and exported variables do not carry over to the next call, so chain dependent \
         commands with `&&` in one call. Long output is truncated, keeping its beginning and \
         its end. Provider API keys are removed from the environment. Use it for builds, \
@@ -52,14 +55,14 @@ pub const SPEC: BuiltinTool = BuiltinTool {
     settings: &[
         Setting {
             name: "allow",
-            kind: SettingKind::StringList,
-            description: "glob patterns over the command line that run without asking, even \
-                when approval = \"always\"",
+            kind: SettingKind::CommandPatterns,
+            description: "command patterns that run without asking, even when approval = \
+                \"always\", when every command of the line matches one word for word",
         },
         Setting {
             name: "deny",
-            kind: SettingKind::StringList,
-            description: "glob patterns over the command line that are refused",
+            kind: SettingKind::CommandPatterns,
+            description: "command patterns that are refused wherever they appear in the line",
         },
     ],
     availability: Availability::Always,
@@ -76,44 +79,25 @@ struct Input {
     timeout_secs: Option<u64>,
 }
 
-#[derive(Debug, Clone)]
-struct Pattern {
-    text: String,
-    matcher: GlobMatcher,
-}
-
 /// The `bash` tool with its settings.
 #[derive(Debug, Clone)]
 pub struct Bash {
-    allow: Vec<Pattern>,
-    deny: Vec<Pattern>,
+    allow: Vec<CommandPattern>,
+    deny: Vec<CommandPattern>,
     max_timeout: Duration,
 }
 
-fn patterns(tool: &manifest::Tool, key: &str) -> Result<Vec<Pattern>, String> {
+fn patterns(tool: &manifest::Tool, key: &str) -> Result<Vec<CommandPattern>, String> {
     let Some(list) = tool.settings.get(key).and_then(Value::as_array) else {
         return Ok(Vec::new());
     };
     list.iter()
         .filter_map(Value::as_str)
         .map(|text| {
-            GlobBuilder::new(text)
-                .literal_separator(false)
-                .backslash_escape(true)
-                .build()
-                .map(|glob| Pattern {
-                    text: text.to_string(),
-                    matcher: glob.compile_matcher(),
-                })
+            CommandPattern::parse(text)
                 .map_err(|e| format!("settings.{key}: `{text}` is not a valid pattern: {e}"))
         })
         .collect()
-}
-
-/// Whether a command line is one simple command: no `;`, `&`, `|`, backquote, `$(`,
-/// redirection or line break that could chain a second command after an allowed one.
-pub fn is_simple(command: &str) -> bool {
-    !command.contains([';', '&', '|', '`', '>', '<', '\n', '\r']) && !command.contains("$(")
 }
 
 impl Bash {
@@ -126,21 +110,54 @@ impl Bash {
         })
     }
 
-    /// The deny pattern the command matches, as a whole or on any of its lines.
-    fn denied_by(&self, command: &str) -> Option<&str> {
-        let command = command.trim();
-        self.deny
-            .iter()
-            .find(|p| {
-                p.matcher.is_match(command) || command.lines().any(|l| p.matcher.is_match(l.trim()))
-            })
-            .map(|p| p.text.as_str())
+    /// Why the deny rules refuse this command line, if they do: a command of the line
+    /// matches a pattern, may match one, or the line cannot be analysed at all.
+    fn refusal(&self, line: &str) -> Option<String> {
+        if self.deny.is_empty() {
+            return None;
+        }
+        let analysis = command_line::analyse(line);
+        let mut maybe = None;
+        for command in &analysis.commands {
+            for pattern in &self.deny {
+                match pattern.denies(command) {
+                    DenyMatch::Yes => {
+                        return Some(format!(
+                            "Refused by the agent's configuration: the command matches the deny pattern `{}`.",
+                            pattern.text()
+                        ));
+                    }
+                    DenyMatch::Maybe(part) if maybe.is_none() => {
+                        maybe = Some(format!(
+                            "Refused by the agent's configuration: the command may match the deny pattern `{}`, depending on `{part}`, which is only known when it runs. Write the value out.",
+                            pattern.text()
+                        ));
+                    }
+                    DenyMatch::Maybe(_) | DenyMatch::No => {}
+                }
+            }
+        }
+        if let Some(why) = analysis.opaque {
+            return Some(format!(
+                "Refused by the agent's configuration: its deny rules cannot be checked on this command line, because {why}. Write it as plain commands, joined by `|`, `&&`, `||` or `;`, with their names written out."
+            ));
+        }
+        maybe
     }
 
-    /// Whether an allow pattern lets this command run without approval.
-    fn allowed(&self, command: &str) -> bool {
-        let command = command.trim();
-        is_simple(command) && self.allow.iter().any(|p| p.matcher.is_match(command))
+    /// Whether allow rules let this command line run without approval: every command of
+    /// it is a plain command that a pattern covers, word for word.
+    fn allowed(&self, line: &str) -> bool {
+        if self.allow.is_empty() {
+            return false;
+        }
+        let analysis = command_line::analyse(line);
+        analysis.not_plain.is_none()
+            && !analysis.plain.is_empty()
+            && analysis
+                .plain
+                .iter()
+                .all(|command| self.allow.iter().any(|p| p.covers(command)))
     }
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> ToolOutput {
@@ -153,11 +170,11 @@ impl Bash {
             Ok(finished) => finished,
             Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
         };
-        let (end, out, err, lingering) = (
+        let (end, out, err, cleanup) = (
             finished.end,
             finished.stdout,
             finished.stderr,
-            finished.lingering,
+            finished.cleanup,
         );
         let mut text = String::new();
         let (is_error, status_line) = match &end {
@@ -170,19 +187,19 @@ impl Bash {
             process::End::TimedOut => (
                 true,
                 format!(
-                    "timed_out: the command ran longer than {} s; it and every process it started were killed",
+                    "timed_out: the command ran longer than {} s; eve killed it",
                     timeout.as_secs()
                 ),
             ),
             process::End::Aborted => (
                 true,
-                "aborted: the turn was interrupted; the command and its processes were killed"
-                    .into(),
+                "aborted: the turn was interrupted; eve killed the command".into(),
             ),
         };
         text.push_str(&status_line);
-        if lingering {
-            text.push_str("\nnote: background processes still held the output open after the command exited; they were stopped");
+        if let Some(note) = cleanup.note(&end) {
+            text.push('\n');
+            text.push_str(&note);
         }
         if out.truncated() || err.truncated() {
             text.push_str("\ntruncated: true (the middle of the output was cut)");
@@ -215,8 +232,8 @@ impl ToolExec for Bash {
                 Ok(input) => input,
                 Err(e) => return e,
             };
-            if let Some(pattern) = self.denied_by(&input.command) {
-                return ToolOutput::error(format!("Refused by the agent's configuration: the command matches the deny pattern `{pattern}`."));
+            if let Some(refusal) = self.refusal(&input.command) {
+                return ToolOutput::error(refusal);
             }
             self.run(input, ctx).await
         }
@@ -225,11 +242,7 @@ impl ToolExec for Bash {
 
     fn precheck(&self, input: &Value) -> Option<ToolOutput> {
         let command = input.get("command")?.as_str()?;
-        self.denied_by(command).map(|pattern| {
-            ToolOutput::error(format!(
-                "Refused by the agent's configuration: the command matches the deny pattern `{pattern}`."
-            ))
-        })
+        self.refusal(command).map(ToolOutput::error)
     }
 
     fn approved_by_policy(&self, input: &Value) -> bool {
@@ -353,8 +366,9 @@ mod tests {
             .await;
         assert!(!out.is_error, "{}", out.content);
         assert!(
-            out.content
-                .contains("background processes still held the output open"),
+            out.content.contains(
+                "note: 1 background process started by the command was still running when it exited and still held its output open; eve killed it"
+            ),
             "{}",
             out.content
         );
@@ -397,35 +411,62 @@ mod tests {
     }
 
     #[test]
-    fn deny_refuses_and_allow_approves_only_simple_commands() {
-        let tool = bash(&["git status*", "ls"], &["*git push*", "*rm -rf /*"], 600);
-        assert!(
-            tool.precheck(&json!({"command": "git push origin main"}))
-                .is_some()
+    fn deny_refuses_and_allow_approves_only_plain_commands() {
+        let tool = bash(
+            &["git status", "git status --short", "ls"],
+            &["*git push*", "*rm -rf /*", "sudo"],
+            600,
         );
-        assert!(
-            tool.precheck(&json!({"command": "make && git push"}))
-                .is_some()
-        );
-        assert!(
-            tool.precheck(&json!({"command": "echo hi\ngit push"}))
-                .is_some()
-        );
-        let refused = tool
-            .precheck(&json!({"command": "sudo rm -rf / --no-preserve-root"}))
-            .unwrap();
+        let refusal = |line: &str| tool.precheck(&json!({ "command": line })).map(|o| o.content);
+        for line in [
+            "git push origin main",
+            "make && git push",
+            "echo hi\ngit push",
+            "git -C . push",
+            "sudo\tid",
+            "command sudo id",
+            "/usr/bin/sudo id",
+            "echo x | sudo tee /x",
+            "s''udo id",
+            "rm -fr /",
+        ] {
+            assert!(refusal(line).is_some(), "{line}");
+        }
         assert_eq!(
-            refused.content,
+            refusal("rm -rf / --no-preserve-root").unwrap(),
             "Refused by the agent's configuration: the command matches the deny pattern `*rm -rf /*`."
         );
-        assert!(tool.precheck(&json!({"command": "git status"})).is_none());
-        assert!(tool.approved_by_policy(&json!({"command": "git status --short"})));
-        assert!(tool.approved_by_policy(&json!({"command": "ls"})));
-        assert!(!tool.approved_by_policy(&json!({"command": "ls -la"})));
-        assert!(!tool.approved_by_policy(&json!({"command": "git status; rm -rf ~"})));
-        assert!(!tool.approved_by_policy(&json!({"command": "git status && curl evil"})));
-        assert!(!tool.approved_by_policy(&json!({"command": "git status $(touch x)"})));
-        assert!(!tool.approved_by_policy(&json!({"command": "git status > /etc/x"})));
+        assert_eq!(
+            refusal("rm $FLAGS /").unwrap(),
+            "Refused by the agent's configuration: the command may match the deny pattern `*rm -rf /*`, depending on `$FLAGS`, which is only known when it runs. Write the value out."
+        );
+        assert_eq!(
+            refusal("$CMD x").unwrap(),
+            "Refused by the agent's configuration: its deny rules cannot be checked on this command line, because its command name `$CMD` is only known when the line runs. Write it as plain commands, joined by `|`, `&&`, `||` or `;`, with their names written out."
+        );
+        assert_eq!(
+            refusal("cat <(ls)").unwrap(),
+            "Refused by the agent's configuration: its deny rules cannot be checked on this command line, because it has shell syntax eve cannot parse (unsupported syntax). Write it as plain commands, joined by `|`, `&&`, `||` or `;`, with their names written out."
+        );
+        assert_eq!(refusal("git status"), None);
+        let allowed = |line: &str| tool.approved_by_policy(&json!({ "command": line }));
+        assert!(allowed("git status --short"));
+        assert!(allowed("ls"));
+        assert!(allowed("git status && ls"));
+        for line in [
+            "ls -la",
+            "ls -la /root",
+            "git status; rm -rf ~",
+            "git status && curl evil",
+            "git status $(touch x)",
+            "git status > /etc/x",
+            "/bin/ls",
+            "./ls",
+            "ls &",
+            "",
+        ] {
+            assert!(!allowed(line), "{line}");
+        }
     }
 }
 

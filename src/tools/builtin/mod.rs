@@ -210,8 +210,8 @@ mod tests {
                     "bash",
                     Availability::Always,
                     vec![
-                        ("allow", SettingKind::StringList),
-                        ("deny", SettingKind::StringList)
+                        ("allow", SettingKind::CommandPatterns),
+                        ("deny", SettingKind::CommandPatterns)
                     ]
                 ),
                 (
@@ -231,7 +231,7 @@ mod tests {
         let bash = CATALOG.find("bash").unwrap();
         assert_eq!(
             bash.setting("deny").map(|s| s.kind),
-            Some(SettingKind::StringList)
+            Some(SettingKind::CommandPatterns)
         );
         assert!(bash.setting("allow_private").is_none());
     }

@@ -1,20 +1,19 @@
 //! `web_fetch`: GETs an http or https URL and returns its content, HTML converted to Markdown.
 //!
-//! Unless the tool's `allow_private` setting is true, every host (the first URL's and each
-//! redirect's) is resolved first and refused when any of its addresses is not public
-//! (loopback, private, link-local…); the connection is then pinned to the checked addresses
-//! so that DNS cannot answer differently between the check and the connect.
+//! Where it may connect is `egress`'s policy (loopback, private and link-local addresses
+//! refused unless the tool's `allow_private` setting is true, checked on every hop, DNS
+//! pinned); the HTML conversion is `html`'s, bounded and stoppable.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
 use reqwest::Url;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::tools::egress::{self, check_scheme};
 use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::manifest;
 use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
@@ -59,14 +58,10 @@ pub const SPEC: BuiltinTool = BuiltinTool {
     availability: Availability::Always,
 };
 
-/// Redirects followed at most.
-pub const MAX_REDIRECTS: usize = 10;
 /// Bytes of a response body read at most.
 pub const BODY_LIMIT: usize = 5 * 1024 * 1024;
 /// Characters of content returned at most.
 pub const CONTENT_LIMIT: usize = 100_000;
-/// How long connecting to a server may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of an error response (non-2xx) read, and characters of it shown.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 const ERROR_SNIPPET_CHARS: usize = 2_000;
@@ -140,81 +135,22 @@ impl WebFetchTool {
 
     /// Fetches `start`, following redirects, and renders the result (header and content).
     async fn fetch(&self, start: &str, format: Format) -> Result<String, String> {
-        let mut url = parse_url(start)?;
-        let mut redirects = 0;
-        let response = loop {
-            let describe = || {
-                if redirects == 0 {
-                    url.to_string()
-                } else {
-                    format!("{url} (redirected from {start})")
-                }
-            };
-            let client = self.client_for(&url, &describe()).await?;
-            let response = client
-                .get(url.clone())
-                .header(ACCEPT, ACCEPT_VALUE)
-                .send()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "Cannot fetch {}: {}",
-                        describe(),
-                        crate::net::error_chain(&e)
-                    )
-                })?;
-            let redirect = matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308);
-            let location = match response.headers().get(LOCATION) {
-                Some(location) if redirect => location,
-                _ => break response,
-            };
-            let next = location
-                .to_str()
-                .ok()
-                .and_then(|l| url.join(l.trim()).ok())
-                .ok_or_else(|| {
-                    format!(
-                        "Cannot fetch {}: it redirects to `{}`, which is not a valid URL.",
-                        describe(),
-                        String::from_utf8_lossy(location.as_bytes())
-                    )
-                })?;
-            if redirects == MAX_REDIRECTS {
-                return Err(format!(
-                    "Cannot fetch {start}: it was redirected more than {MAX_REDIRECTS} times (the last hop, {url}, redirects to {next})."
-                ));
-            }
-            check_scheme(&next).map_err(|e| {
-                format!(
-                    "Refused to follow the redirect from {} to {next}: {e}",
-                    describe()
-                )
-            })?;
-            redirects += 1;
-            url = next;
+        let url = parse_url(start)?;
+        let policy = egress::Policy {
+            allow_private: self.allow_private,
+            user_agent: USER_AGENT,
+            fixed_host: None,
         };
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(ACCEPT, reqwest::header::HeaderValue::from_static(ACCEPT_VALUE));
+        let request = egress::Request {
+            method: reqwest::Method::GET,
+            url,
+            headers,
+            body: None,
+        };
+        let response = egress::send(&policy, request).await?;
         self.render(response, format).await
-    }
-
-    /// A client for one request to `url` (`what` in messages): the host's addresses checked
-    /// and pinned unless `allow_private`.
-    async fn client_for(&self, url: &Url, what: &str) -> Result<reqwest::Client, String> {
-        check_scheme(url).map_err(|e| format!("Cannot fetch {what}: {e}"))?;
-        let pinned = if self.allow_private {
-            None
-        } else {
-            match checked_addresses(url).await {
-                Ok(pinned) => pinned,
-                Err(Check::Unresolved(e)) => return Err(format!("Cannot fetch {what}: {e}")),
-                Err(Check::Forbidden(e)) => return Err(format!("Refused to fetch {what}: {e}")),
-            }
-        };
-        build_client(
-            pinned
-                .as_ref()
-                .map(|(host, addrs)| (host.as_str(), addrs.as_slice())),
-        )
-        .map_err(|e| format!("Cannot fetch {what}: {e}"))
     }
 
     /// The final response as the model reads it: a short header, then the content.
@@ -323,163 +259,12 @@ impl ToolExec for WebFetchTool {
     }
 }
 
-/// A client that follows no redirects, its connections to `pinned`'s host made only to
-/// `pinned`'s addresses.
-fn build_client(pinned: Option<(&str, &[SocketAddr])>) -> Result<reqwest::Client, String> {
-    // Err means another provider is already installed, which is just as good.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder()
-        .user_agent(USER_AGENT)
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(CONNECT_TIMEOUT);
-    if let Some((host, addrs)) = pinned {
-        builder = builder.resolve_to_addrs(host, addrs);
-    }
-    builder
-        .build()
-        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
-}
-
 /// Parses the URL the model gave: http or https only.
 fn parse_url(raw: &str) -> Result<Url, String> {
     let url = Url::parse(raw.trim())
         .map_err(|e| format!("Cannot fetch `{raw}`: it is not a valid URL ({e})."))?;
     check_scheme(&url).map_err(|e| format!("Cannot fetch {url}: {e}"))?;
     Ok(url)
-}
-
-fn check_scheme(url: &Url) -> Result<(), String> {
-    match url.scheme() {
-        "http" | "https" => Ok(()),
-        other => Err(format!(
-            "only http and https URLs can be fetched, not {other}."
-        )),
-    }
-}
-
-/// Why a host's addresses did not pass.
-enum Check {
-    /// The host has no address.
-    Unresolved(String),
-    /// An address is not public.
-    Forbidden(String),
-}
-
-/// For a host name, the addresses it resolves to, all checked, to pin the connection to;
-/// for an IP literal (checked too) there is nothing to pin.
-async fn checked_addresses(url: &Url) -> Result<Option<(String, Vec<SocketAddr>)>, Check> {
-    let host = url
-        .host_str()
-        .ok_or_else(|| Check::Unresolved("the URL has no host.".into()))?;
-    let literal = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        Some(v6) => v6.parse::<Ipv6Addr>().ok().map(IpAddr::V6),
-        None => host.parse::<Ipv4Addr>().ok().map(IpAddr::V4),
-    };
-    if let Some(ip) = literal {
-        return match forbidden_reason(ip) {
-            Some(reason) => Err(Check::Forbidden(format!(
-                "{ip} is {} address. {PRIVATE_HINT}",
-                with_article(reason)
-            ))),
-            None => Ok(None),
-        };
-    }
-    let port = url.port_or_known_default().unwrap_or(80);
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
-        .await
-        .map_err(|e| Check::Unresolved(format!("cannot resolve `{host}` ({e}).")))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(Check::Unresolved(format!(
-            "`{host}` resolves to no address."
-        )));
-    }
-    for addr in &addrs {
-        if let Some(reason) = forbidden_reason(addr.ip()) {
-            return Err(Check::Forbidden(format!(
-                "`{host}` resolves to {}, {} address. {PRIVATE_HINT}",
-                addr.ip(),
-                with_article(reason)
-            )));
-        }
-    }
-    Ok(Some((host.to_string(), addrs)))
-}
-
-const PRIVATE_HINT: &str = "Loopback, private, link-local and other non-public addresses are refused unless the tool's `allow_private` setting is true.";
-
-fn with_article(reason: &str) -> String {
-    let article = if reason.starts_with(['a', 'e', 'i', 'o', 'u']) {
-        "an"
-    } else {
-        "a"
-    };
-    format!("{article} {reason}")
-}
-
-/// Why `ip` may not be fetched unless `allow_private` is set; `None` for a public address.
-pub fn forbidden_reason(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => v4_reason(v4),
-        IpAddr::V6(v6) => v6_reason(v6),
-    }
-}
-
-fn v4_reason(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, c, d] = ip.octets();
-    match (a, b, c, d) {
-        (0, 0, 0, 0) => Some("unspecified"),
-        (0, ..) => Some("reserved (\"this network\")"),
-        (10, ..) | (192, 168, ..) => Some("private"),
-        (172, 16..=31, ..) => Some("private"),
-        (100, 64..=127, ..) => Some("shared (carrier-grade NAT)"),
-        (127, ..) => Some("loopback"),
-        (169, 254, ..) => Some("link-local"),
-        (192, 0, 0, _) => Some("reserved (IETF protocol assignments)"),
-        (192, 0, 2, _) | (198, 51, 100, _) | (203, 0, 113, _) => Some("documentation"),
-        (192, 88, 99, _) => Some("reserved (6to4 relay)"),
-        (198, 18..=19, ..) => Some("benchmarking"),
-        (224..=239, ..) => Some("multicast"),
-        (255, 255, 255, 255) => Some("broadcast"),
-        (240..=255, ..) => Some("reserved"),
-        _ => None,
-    }
-}
-
-fn v6_reason(ip: Ipv6Addr) -> Option<&'static str> {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return v4_reason(v4);
-    }
-    if ip.is_unspecified() {
-        return Some("unspecified");
-    }
-    if ip.is_loopback() {
-        return Some("loopback");
-    }
-    let s = ip.segments();
-    let embedded = |hi: u16, lo: u16| {
-        let [a, b] = hi.to_be_bytes();
-        let [c, d] = lo.to_be_bytes();
-        Ipv4Addr::new(a, b, c, d)
-    };
-    match s[0] {
-        // ::/16 beyond the above: IPv4-compatible and IPv4-translated forms, all deprecated.
-        0 => Some("reserved"),
-        // NAT64 (64:ff9b::/96) reaches the embedded IPv4 address; the local-use prefix is private.
-        0x64 if s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] => v4_reason(embedded(s[6], s[7])),
-        0x64 if s[1] == 0xff9b && s[2] == 1 => Some("private (local-use NAT64)"),
-        0x100 if s[1..4] == [0, 0, 0] => Some("reserved (discard-only)"),
-        0x2001 if s[1] == 0 => Some("reserved (Teredo)"),
-        0x2001 if s[1] == 0xdb8 => Some("documentation"),
-        // 6to4 (2002::/16) reaches the embedded IPv4 address.
-        0x2002 => v4_reason(embedded(s[1], s[2])),
-        0x3fff if s[1] <= 0x0fff => Some("documentation"),
-        x if x & 0xfe00 == 0xfc00 => Some("private (unique local)"),
-        x if x & 0xffc0 == 0xfe80 => Some("link-local"),
-        x if x & 0xffc0 == 0xfec0 => Some("private (site-local)"),
-        x if x & 0xff00 == 0xff00 => Some("multicast"),
-        _ => None,
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -613,25 +398,9 @@ fn windows_1252(byte: u8) -> char {
     }
 }
 
-/// HTML to Markdown with htmd, scripts, styles and the head left out; off the async threads.
+/// HTML to Markdown, scripts, styles and the head left out, bounded and stoppable.
 async fn to_markdown(html: String) -> Result<String, String> {
-    tokio::task::spawn_blocking(move || {
-        let options = htmd::options::Options {
-            bullet_list_marker: htmd::options::BulletListMarker::Dash,
-            ul_bullet_spacing: 1,
-            ol_number_spacing: 1,
-            ..Default::default()
-        };
-        htmd::HtmlToMarkdown::builder()
-            .options(options)
-            .skip_tags(SKIPPED_TAGS.to_vec())
-            .build()
-            .convert(&html)
-            .map(|markdown| markdown.trim().to_string())
-            .map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
+    crate::tools::html::to_markdown(html, SKIPPED_TAGS).await
 }
 
 /// The text of a Markdown document without its markup: headings, emphasis, code spans and
@@ -755,6 +524,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::io::{Read, Write};
+    use std::net::{IpAddr, SocketAddr};
     use std::net::TcpListener;
 
     const PAGE: &str = r#"<!DOCTYPE html>
@@ -904,7 +674,7 @@ mod tests {
         ];
         for ip in refused {
             let parsed: IpAddr = ip.parse().unwrap();
-            assert!(forbidden_reason(parsed).is_some(), "{ip} should be refused");
+            assert!(egress::forbidden_reason(parsed).is_some(), "{ip} should be refused");
         }
         let allowed = [
             "8.8.8.8",
@@ -918,14 +688,14 @@ mod tests {
         ];
         for ip in allowed {
             let parsed: IpAddr = ip.parse().unwrap();
-            assert_eq!(forbidden_reason(parsed), None, "{ip} should be allowed");
+            assert_eq!(egress::forbidden_reason(parsed), None, "{ip} should be allowed");
         }
         assert_eq!(
-            forbidden_reason("127.0.0.1".parse().unwrap()),
+            egress::forbidden_reason("127.0.0.1".parse().unwrap()),
             Some("loopback")
         );
         assert_eq!(
-            forbidden_reason("169.254.169.254".parse().unwrap()),
+            egress::forbidden_reason("169.254.169.254".parse().unwrap()),
             Some("link-local")
         );
     }
@@ -983,7 +753,7 @@ mod tests {
         let base = serve();
         let addr: SocketAddr = base.trim_start_matches("http://").parse().unwrap();
         let host = "pinned.invalid";
-        let client = build_client(Some((host, &[addr]))).unwrap();
+        let client = egress::build_client(USER_AGENT, Some((host, &[addr]))).unwrap();
         let url = format!("http://{host}:{}/plain", addr.port());
         let response = client.get(&url).send().await.unwrap();
         assert_eq!(response.text().await.unwrap(), "just text *not markdown*");

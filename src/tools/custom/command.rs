@@ -1,15 +1,16 @@
 //! Command tools: a program started with templated arguments, the input as JSON on stdin,
-//! stdout as the result. Runs in the workspace in its own process group; a timeout or an
-//! aborted turn kills the whole group.
+//! stdout as the result. Runs in the workspace under `process::run`: a timeout, an aborted
+//! turn or its exit kills everything it started.
 
 use std::time::Duration;
 
+use super::arguments::{self, Argument};
+use crate::manifest;
 use crate::tools::process::{self, End};
 use crate::tools::{ToolContext, ToolExec, ToolOutput};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use minijinja::{Environment, UndefinedBehavior};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Bytes of stdout (and of stderr) a command tool returns at most; the middle is cut.
 pub const OUTPUT_LIMIT: usize = 32 * 1024;
@@ -18,36 +19,39 @@ pub const OUTPUT_LIMIT: usize = 32 * 1024;
 #[derive(Debug, Clone)]
 pub struct CommandTool {
     pub name: String,
-    /// minijinja templates over `input` and `agent_dir`.
-    pub argv: Vec<String>,
+    pub argv: Vec<Argument>,
     pub timeout: Duration,
-}
-
-/// Renders argv templates: `input` is the call's arguments, `agent_dir` the agent directory.
-pub fn render_argv(argv: &[String], input: &Value, agent_dir: &str) -> Result<Vec<String>, String> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    let context = minijinja::Value::from(minijinja::value::Serde(
-        json!({"input": input, "agent_dir": agent_dir}),
-    ));
-    argv.iter()
-        .enumerate()
-        .map(|(i, template)| {
-            env.render_str(template, &context).map_err(|e| {
-                format!(
-                    "cannot build argument {} of the command from `{template}`: {}",
-                    i + 1,
-                    e.detail().unwrap_or("invalid template")
-                )
-            })
-        })
-        .collect()
+    /// Whether an argument built from the input may start with `-`.
+    pub allow_option_arguments: bool,
 }
 
 impl CommandTool {
+    /// The tool as its manifest entry declares it.
+    pub fn from_manifest(tool: &manifest::Tool) -> Result<CommandTool, String> {
+        let manifest::Executor::Command {
+            argv,
+            allow_option_arguments,
+        } = &tool.executor
+        else {
+            return Err(format!("`{}` is not a command tool", tool.name));
+        };
+        Ok(CommandTool {
+            name: tool.name.clone(),
+            argv: argv.iter().map(|a| Argument::new(a)).collect(),
+            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
+            allow_option_arguments: *allow_option_arguments,
+        })
+    }
+
     async fn run(&self, input: &Value, ctx: &ToolContext) -> ToolOutput {
         let agent_dir = ctx.agent_dir.to_string_lossy();
-        let argv = match render_argv(&self.argv, input, &agent_dir) {
+        let argv = match arguments::render(
+            &self.name,
+            &self.argv,
+            input,
+            &agent_dir,
+            self.allow_option_arguments,
+        ) {
             Ok(argv) => argv,
             Err(e) => return ToolOutput::error(e),
         };
@@ -62,14 +66,15 @@ impl CommandTool {
                 Ok(finished) => finished,
                 Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
             };
-        match finished.end {
+        let note = finished.cleanup.note(&finished.end);
+        let output = match finished.end {
             End::TimedOut => ToolOutput::error(format!(
-                "`{}` timed out after {} s and was killed",
+                "`{}` timed out after {} s; eve killed it",
                 self.name,
                 self.timeout.as_secs()
             )),
             End::Aborted => ToolOutput::error(format!(
-                "`{}` was aborted: the turn was interrupted",
+                "`{}` was aborted: the turn was interrupted; eve killed it",
                 self.name
             )),
             End::Exited(Err(e)) => ToolOutput::error(format!("cannot wait for `{program}`: {e}")),
@@ -93,6 +98,13 @@ impl CommandTool {
                     ToolOutput::error(text)
                 }
             }
+        };
+        match note {
+            Some(note) => ToolOutput {
+                content: format!("{}\n\n{note}", output.content.trim_end_matches('\n')),
+                is_error: output.is_error,
+            },
+            None => output,
         }
     }
 }
@@ -106,6 +118,7 @@ impl ToolExec for CommandTool {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::sync::Arc;
 
     fn ctx(dir: &std::path::Path) -> ToolContext {
@@ -115,28 +128,10 @@ mod tests {
     fn tool(argv: &[&str], timeout_ms: u64) -> CommandTool {
         CommandTool {
             name: "t".into(),
-            argv: argv.iter().map(|s| s.to_string()).collect(),
+            argv: argv.iter().map(|s| Argument::new(s)).collect(),
             timeout: Duration::from_millis(timeout_ms),
+            allow_option_arguments: false,
         }
-    }
-
-    #[test]
-    fn argv_templates_see_input_and_agent_dir() {
-        let argv = vec![
-            "{{ agent_dir }}/x".to_string(),
-            "-n".into(),
-            "{{ input.n | default(20) }}".into(),
-            "{{ input.path }}".into(),
-        ];
-        assert_eq!(
-            render_argv(&argv, &json!({"path": "src"}), "/a").unwrap(),
-            ["/a/x", "-n", "20", "src"]
-        );
-        let err = render_argv(&argv, &json!({}), "/a").unwrap_err();
-        assert!(
-            err.starts_with("cannot build argument 4 of the command from `{{ input.path }}`"),
-            "{err}"
-        );
     }
 
     #[tokio::test]
@@ -230,7 +225,14 @@ mod tests {
             .call(&json!({}), &ctx(dir.path()))
             .await;
         assert!(!out.is_error, "{out:?}");
-        let pid: i32 = out.content.trim().parse().unwrap();
+        let (pid, note) = out.content.split_once("\n\n").unwrap();
+        let pid: i32 = pid.trim().parse().unwrap();
+        assert!(
+            note.starts_with(
+                "note: 1 background process started by the command was still running when it exited"
+            ),
+            "{note}"
+        );
         std::thread::sleep(Duration::from_millis(100));
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         assert!(

@@ -1,4 +1,7 @@
-//! HTTP tools: one request described by templates over `input`, `agent_dir` and `env`.
+//! HTTP tools: one request described by templates over `input`, `agent_dir` and `env`,
+//! sent under `egress`'s address policy (no loopback, private or link-local address unless
+//! the tool sets `allow_private`), and only to the host the URL template writes out, when
+//! it writes one.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,6 +11,7 @@ use futures_util::{FutureExt, StreamExt};
 use minijinja::{Environment, UndefinedBehavior};
 use serde_json::{Value, json};
 
+use crate::tools::egress;
 use crate::tools::output::Captured;
 use crate::tools::{ToolContext, ToolExec, ToolOutput};
 
@@ -23,6 +27,8 @@ pub struct HttpTool {
     pub headers: BTreeMap<String, String>,
     pub body: Option<String>,
     pub timeout: Duration,
+    /// Whether loopback, private and link-local addresses may be reached.
+    pub allow_private: bool,
 }
 
 /// The request an HTTP tool sends for one call.
@@ -35,6 +41,29 @@ pub struct RenderedRequest {
 }
 
 impl HttpTool {
+    /// The tool as its manifest entry declares it.
+    pub fn from_manifest(tool: &crate::manifest::Tool) -> Result<HttpTool, String> {
+        let crate::manifest::Executor::Http {
+            method,
+            url,
+            headers,
+            body,
+            allow_private,
+        } = &tool.executor
+        else {
+            return Err(format!("`{}` is not an HTTP tool", tool.name));
+        };
+        Ok(HttpTool {
+            name: tool.name.clone(),
+            method: method.clone(),
+            url: url.clone(),
+            headers: headers.clone(),
+            body: body.clone(),
+            timeout: Duration::from_secs(tool.timeout_secs.max(1)),
+            allow_private: *allow_private,
+        })
+    }
+
     /// Renders the templates for one call; `env` is the process environment.
     pub fn render(
         &self,
@@ -85,39 +114,107 @@ impl HttpTool {
             Ok(request) => request,
             Err(e) => return ToolOutput::error(e),
         };
-        let client = match crate::net::client() {
-            Ok(client) => client,
-            Err(e) => return ToolOutput::error(e),
-        };
         let Ok(method) = reqwest::Method::from_bytes(request.method.as_bytes()) else {
             return ToolOutput::error(format!("`{}` is not an HTTP method", request.method));
         };
-        let mut builder = client.request(method, &request.url).timeout(self.timeout);
+        let url = match reqwest::Url::parse(request.url.trim()) {
+            Ok(url) => url,
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "cannot send the request: `{}` is not a valid URL ({e})",
+                    request.url
+                ));
+            }
+        };
+        let mut headers = reqwest::header::HeaderMap::new();
         for (name, value) in &request.headers {
-            builder = builder.header(name, value);
+            let Ok(header) = reqwest::header::HeaderName::from_bytes(name.as_bytes()) else {
+                return ToolOutput::error(format!(
+                    "cannot send the `{name}` header: it is not a valid header name"
+                ));
+            };
+            let Ok(value) = reqwest::header::HeaderValue::from_str(value) else {
+                return ToolOutput::error(format!(
+                    "cannot send the `{name}` header: its value contains a line break or another control character"
+                ));
+            };
+            headers.append(header, value);
         }
-        if let Some(body) = request.body {
-            builder = builder.body(body);
-        }
+        let fixed_host = literal_host(&self.url);
+        let policy = egress::Policy {
+            allow_private: self.allow_private,
+            user_agent: USER_AGENT,
+            fixed_host: fixed_host.as_deref(),
+        };
+        let outgoing = egress::Request {
+            method,
+            url,
+            headers,
+            body: request.body,
+        };
         let exchange = async {
-            let response = builder.send().await.map_err(|e| e.to_string())?;
+            let response = egress::send(&policy, outgoing).await?;
             let status = response.status();
             let mut body = Captured::new(BODY_LIMIT);
             let mut stream = response.bytes_stream();
             while let Some(chunk) = stream.next().await {
-                body.push(&chunk.map_err(|e| e.to_string())?);
+                body.push(&chunk.map_err(|e| {
+                    format!(
+                        "{} {} failed: {}",
+                        request.method,
+                        request.url,
+                        crate::net::error_chain(&e)
+                    )
+                })?);
             }
             Ok::<_, String>((status, body.text()))
         };
         tokio::select! {
-            result = exchange => match result {
-                Ok((status, body)) if status.is_success() => ToolOutput::ok(body),
-                Ok((status, body)) => ToolOutput::error(format!("HTTP {status}\n{body}")),
-                Err(e) => ToolOutput::error(format!("{} {} failed: {e}", request.method, request.url)),
+            result = tokio::time::timeout(self.timeout, exchange) => match result {
+                Ok(Ok((status, body))) if status.is_success() => ToolOutput::ok(body),
+                Ok(Ok((status, body))) => ToolOutput::error(format!("HTTP {status}\n{body}")),
+                Ok(Err(e)) => ToolOutput::error(e),
+                Err(_) => ToolOutput::error(format!(
+                    "`{}` timed out after {} s",
+                    self.name,
+                    self.timeout.as_secs()
+                )),
             },
             () = ctx.cancel.cancelled() => ToolOutput::error(format!("`{}` was aborted: the turn was interrupted", self.name)),
         }
     }
+}
+
+const USER_AGENT: &str = concat!("eve/", env!("CARGO_PKG_VERSION"));
+
+/// The host a URL template writes out before any template tag (`https://api.example.com/…`
+/// or `https://api.example.com{{ input.path }}`), if it does: every URL the tool requests
+/// must be on it, so that a model value cannot move the request elsewhere
+/// (`@127.0.0.1/secret`). A template that leaves the host to a value fixes none.
+pub fn literal_host(template: &str) -> Option<String> {
+    let tag = ["{{", "{%", "{#"]
+        .iter()
+        .filter_map(|open| template.find(open))
+        .min()
+        .unwrap_or(template.len());
+    let literal = template[..tag].trim_start();
+    let (_, after) = literal.split_once("://")?;
+    let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let authority = &after[..authority_end];
+    let host_port = match authority.rsplit_once('@') {
+        Some((_, host)) => host,
+        // `https://user:{{ env.PASS }}@host`: the host is not written yet.
+        None if authority_end == after.len() && authority.ends_with(':') => return None,
+        None => authority,
+    };
+    let host = if host_port.starts_with('[') {
+        host_port.find(']').map(|end| &host_port[..=end])?
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    // `https://api.{{ input.zone }}.com`: the value finishes the host.
+    let partial = authority_end == after.len() && host.ends_with(['.', '-']);
+    (!host.is_empty() && !partial).then(|| host.to_ascii_lowercase())
 }
 
 impl ToolExec for HttpTool {
@@ -139,6 +236,7 @@ mod tests {
             headers: BTreeMap::from([("Authorization".into(), "Bearer {{ env.TOKEN }}".into())]),
             body: Some("{{ input | tojson }} from {{ agent_dir }}".into()),
             timeout: Duration::from_secs(5),
+            allow_private: false,
         };
         let env = BTreeMap::from([("TOKEN".to_string(), "t0k".to_string())]);
         let request = tool
@@ -163,5 +261,34 @@ mod tests {
             err.starts_with("cannot build the request's `Authorization` header"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_literal_host_of_a_url_template() {
+        for (template, host) in [
+            (
+                "https://api.example.com/v1/{{ input.x }}",
+                Some("api.example.com"),
+            ),
+            (
+                "http://api.example.com{{ input.path }}",
+                Some("api.example.com"),
+            ),
+            (
+                "http://API.example.com:8080{{ input.path }}",
+                Some("api.example.com"),
+            ),
+            (
+                "https://user@api.example.com/{{ input.x }}",
+                Some("api.example.com"),
+            ),
+            ("https://user:{{ env.PASS }}@api.example.com/", None),
+            ("http://[::1]:80/{{ input.x }}", Some("[::1]")),
+            ("{{ env.BASE }}/x", None),
+            ("https://{{ input.host }}/", None),
+            ("https://api.{{ input.zone }}.com/", None),
+        ] {
+            assert_eq!(literal_host(template).as_deref(), host, "{template}");
+        }
     }
 }
