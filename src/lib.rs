@@ -17,6 +17,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;
+pub mod shell;
 pub mod suggest;
 pub mod sync;
 pub mod template;

@@ -390,7 +390,7 @@ fn command_patterns(toml: &TomlFile, key: &str, array: &toml_edit::Array) -> boo
     let mut ok = true;
     for value in array.iter() {
         let Some(text) = value.as_str() else { continue };
-        if let Err(e) = crate::tools::command_pattern::CommandPattern::parse(text) {
+        if let Err(e) = crate::shell::pattern::CommandPattern::parse(text) {
             toml.report(
                 Diagnostic::error(
                     code::INVALID_COMMAND_PATTERN,

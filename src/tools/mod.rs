@@ -3,8 +3,6 @@
 pub mod arguments;
 pub mod beneath;
 pub mod builtin;
-pub mod command_line;
-pub mod command_pattern;
 pub mod custom;
 pub mod egress;
 pub mod files;

@@ -179,6 +179,21 @@ fn open_in(
         Refusal::Io(e) => format!("`{given}`: {e}"),
     })?;
     let path = found.path(base);
+    if access == Access::Write
+        && path
+            .strip_prefix(base)
+            .unwrap_or(&path)
+            .components()
+            .any(|c| {
+                c.as_os_str()
+                    .to_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(".git"))
+            })
+    {
+        return Err(format!(
+            "`{given}` is inside a git repository's `.git` (its config, hooks and objects): file tools never change it, since a changed config or hook makes the next `git` command run a program; use git commands instead"
+        ));
+    }
     if let Some(hit) = guarded(policy, &opened, &found) {
         let shown = display(workspace, &path);
         let named = if shown == given.trim_end_matches('/') {
@@ -570,6 +585,30 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_git_config_or_hook_cannot_be_written_so_an_allowed_git_command_runs_nothing_new() {
+        let f = fixture();
+        std::fs::create_dir_all(f.root.join(".git/hooks")).unwrap();
+        std::fs::write(f.root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::create_dir_all(f.root.join("sub/.GIT")).unwrap();
+        symlink(".git", f.root.join("g")).unwrap();
+        for path in [
+            ".git/config",
+            ".git/hooks/pre-commit",
+            "./sub/../.git/config",
+            "g/config",
+            "sub/.GIT/config",
+        ] {
+            let e = resolve(&f.root, &[], &f.policy, path, Access::Write).unwrap_err();
+            assert!(
+                e.contains("inside a git repository's `.git`"),
+                "{path}: {e}"
+            );
+        }
+        assert!(resolve(&f.root, &[], &f.policy, ".git/config", Access::Read).is_ok());
+        assert!(resolve(&f.root, &[], &f.policy, "gitnotes.md", Access::Write).is_ok());
     }
 
     /// An agent directory inside the workspace, with a symlink that leads into it.

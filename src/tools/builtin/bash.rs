@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::tools::command_line;
-use crate::tools::command_pattern::{CommandPattern, DenyMatch};
+use crate::shell::line as command_line;
+use crate::shell::pattern::{CommandPattern, DenyMatch};
 use crate::tools::process;
 use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 use crate::manifest;

@@ -1,6 +1,6 @@
 //! A pattern of `bash`'s `allow` or `deny` setting: words, each a glob over one word of a
 //! command (`git log`, `git show *`, `rm -rf /*`), matched against the commands a line runs
-//! (see `command_line.rs`), never against the raw text.
+//! (see `line.rs`), never against the raw text.
 //!
 //! - **allow** covers a command word for word: as many words, each matching, except that
 //!   a last pattern word `*` stands for any further arguments. The command name must be
@@ -13,7 +13,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::command_line::{Arg, ArgKind, basename};
+use super::line::{Arg, ArgKind, basename};
 
 /// A parsed `allow` or `deny` pattern.
 #[derive(Debug, Clone)]
@@ -169,7 +169,7 @@ impl CommandPattern {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::command_line::analyse;
+    use super::super::line::analyse;
     use super::*;
 
     fn words(line: &str) -> Vec<String> {
