@@ -25,6 +25,19 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Talk to an agent interactively while eve rebuilds it as you edit its files
     Dev(DevArgs),
+    /// Show what this machine can enforce for an agent: the sandbox, and what is missing
+    Doctor(DoctorArgs),
+}
+
+/// Arguments of `eve doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The agent directory
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The workspace the agent would run in (default: `[workspace] root`)
+    #[arg(long, short = 'w')]
+    pub workspace: Option<PathBuf>,
 }
 
 /// Arguments of `eve dev`.

@@ -1,11 +1,15 @@
-//! Changes an agent made to its own definition (`[workspace] agent_writable = true`),
-//! held until a person has seen them.
+//! Changes to an agent's definition made while it ran, held until a person has seen
+//! them.
 //!
-//! When a run ends and the agent directory no longer builds to the manifest the run
-//! started with, eve records what changed in `.eve/agent-changes.json` (a file no tool
-//! and no sandboxed process can write). The next `eve run` refuses to use the changed
-//! definition until the person has seen it: `eve build` shows the change and accepts
-//! it, `eve run --accept-agent-changes` shows it and goes on.
+//! An agent may change its own definition when its author allows it (`[workspace]
+//! agent_writable = true`); without that, file tools refuse and the sandbox keeps the
+//! existing files read-only, but a process could still add a file the definition did not
+//! have yet (a first `tools/` folder). So whatever the setting, when a run ends and the
+//! agent directory no longer builds to the manifest the run started with, eve records
+//! what changed in `.eve/agent-changes.json` (a file no tool and no sandboxed process can
+//! write). The next `eve run` refuses to use the changed definition until the person has
+//! seen it: `eve build` shows the change and accepts it, `eve run
+//! --accept-agent-changes` shows it and goes on.
 
 use std::path::{Path, PathBuf};
 
@@ -44,13 +48,10 @@ pub fn accept(agent_dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// After a run of `ran` (built from `agent_dir`) that let the agent write its own
-/// definition: records and returns what changed, if the directory now builds to
-/// something else. A definition that no longer builds is a change too.
+/// After a run of `ran` (built from `agent_dir`): records and returns what changed, if
+/// the directory now builds to something else. A definition that no longer builds is a
+/// change too.
 pub fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pending>> {
-    if !ran.agent.workspace.agent_writable {
-        return Ok(None);
-    }
     let build = crate::compiler::compile(agent_dir, &crate::tools::builtin::CATALOG);
     let summary = match &build.manifest {
         Some(now) if now.inputs_hash == ran.inputs_hash => return Ok(None),
@@ -82,11 +83,7 @@ mod tests {
     fn a_self_edit_is_recorded_until_accepted() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
-        std::fs::write(
-            dir.join("agent.toml"),
-            "model = \"openai/gpt-4.1\"\n[workspace]\nagent_writable = true\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join("agent.toml"), "model = \"openai/gpt-4.1\"\n").unwrap();
         std::fs::write(dir.join("instructions.md"), "Hi.").unwrap();
         let ran = crate::compiler::compile(dir, &crate::tools::builtin::CATALOG)
             .manifest

@@ -45,7 +45,9 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     let lines: Vec<&str> = build.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "exactly the summary line: {}", build.stderr);
     assert!(
-        lines[0].starts_with("built `demo`: 12 tools, 1 skill, 0 subagents in "),
+        lines[0].starts_with(
+            "built `demo`: 12 tools, 1 skill, 0 subagents, sandbox workspace-write in "
+        ),
         "{}",
         lines[0]
     );

@@ -157,6 +157,25 @@ fn a_setsid_daemon_does_not_outlive_a_bash_call() {
     assert!(!running_sleep(pid_in(&s, "daemon.pid")));
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn in_the_sandbox_a_command_cannot_kill_its_supervisor_or_eve() {
+    let s = setup(
+        &[],
+        json!([{ "name": "bash", "input": { "command": "kill -9 $PPID" } }]),
+    );
+    let results = run(&s);
+    let content = results[0]["content"].as_str().unwrap();
+    if content.starts_with("cannot wait for bash") {
+        eprintln!("skipped: no Landlock signal scoping on this kernel (ABI 6): {content}");
+        return;
+    }
+    assert!(
+        content.starts_with("exit code: 1\n") && content.contains("Operation not permitted"),
+        "{content}"
+    );
+}
+
 #[test]
 fn a_setsid_daemon_does_not_outlive_a_command_tool() {
     let script = format!(
@@ -189,6 +208,11 @@ fn a_command_that_kills_its_supervisor_still_leaves_nothing_behind() {
         &[],
         json!([{ "name": "bash", "input": { "command": command } }]),
     );
+    // In the sandbox a command cannot signal its supervisor at all (Landlock's signal
+    // scope); without it, this is the last line of defence.
+    let toml = s.agent.join("agent.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{text}[sandbox]\nmode = \"off\"\n")).unwrap();
     let results = run(&s);
     let content = results[0]["content"].as_str().unwrap();
     assert!(

@@ -462,16 +462,14 @@ fn a_400_fails_the_turn_with_the_providers_message_and_no_retry() {
 
 #[test]
 fn a_stream_error_midway_retries_the_step_without_running_a_tool_twice() {
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let counting_tool = format!(
-        "description = \"Counts its calls\"\ncommand = [\"sh\", \"-c\", \"echo call >> {}; echo counted\"]\n[input_schema]\ntype = \"object\"\n",
-        log.path().display()
-    );
+    // The tool counts its calls in the workspace (the agent's folder here).
+    let counting_tool = "description = \"Counts its calls\"\ncommand = [\"sh\", \"-c\", \"echo call >> calls.log; echo counted\"]\n[input_schema]\ntype = \"object\"\n";
     let agent = Agent::new(
         "name = \"mock-agent\"\nmodel = \"anthropic/claude-test\"\ndefault_tools = false\n",
         "Count.",
-        &[("count", &counting_tool)],
+        &[("count", counting_tool)],
     );
+    let log = agent.path().join("calls.log");
     let mut broken = anthropic_reply("After counting I", &[], 1);
     broken.truncate(5);
     broken.push(anthropic_event(
@@ -497,7 +495,7 @@ fn a_stream_error_midway_retries_the_step_without_running_a_tool_twice() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(
-        std::fs::read_to_string(log.path()).unwrap(),
+        std::fs::read_to_string(&log).unwrap(),
         "call\n",
         "the tool ran exactly once"
     );
@@ -839,6 +837,7 @@ fn ctrl_c_aborts_the_turn_kills_the_running_tool_and_exits_130() {
     let bin = assert_cmd::cargo::cargo_bin("eve");
     let child = std::process::Command::new(bin)
         .args(["run", agent.path().to_str().unwrap(), "go", "-o", "json"])
+        .current_dir(agent.path())
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -269,8 +269,9 @@ fn an_empty_or_blank_session_id_is_a_usage_error_everywhere() {
 
 #[test]
 fn a_session_log_another_program_wrote_to_is_not_appended_to() {
+    // The sandbox would refuse this write; the log's own check is the line behind it.
     let agent = Agent::new(
-        "default_tools = false\n",
+        "default_tools = false\n[sandbox]\nmode = \"off\"\n",
         "- tool_calls: [{name: forge, input: {}}]\n- text: I may run anything now\n",
     );
     // A tool that appends a forged user message to the session's own log.

@@ -35,7 +35,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if let Some(change) = crate::review::pending(&args.dir) {
         if args.format == Format::Human {
             eprintln!(
-                "note: the agent changed its own definition in an earlier run: {}; this build accepts it",
+                "note: the agent's definition changed while it ran: {}; this build accepts it",
                 change.summary
             );
         }
@@ -45,11 +45,12 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if args.format == Format::Human {
         let elapsed = started.elapsed();
         eprintln!(
-            "built `{}`: {}, {}, {} in {:.1} ms → {}",
+            "built `{}`: {}, {}, {}, sandbox {} in {:.1} ms → {}",
             manifest.agent.name,
             plural(manifest.tools.len(), "tool"),
             plural(manifest.skills.len(), "skill"),
             plural(manifest.subagents.len(), "subagent"),
+            crate::manifest::diff::describe_sandbox(&manifest.agent.sandbox),
             elapsed.as_secs_f64() * 1000.0,
             render::join_path(&base, ".eve/manifest.json"),
         );

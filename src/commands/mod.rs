@@ -2,6 +2,7 @@
 
 mod build;
 mod dev;
+mod doctor;
 mod init;
 mod run;
 mod sessions;
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             run::run(&args)
         }
         Command::Sessions(args) => sessions::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
         Command::Dev(args) => {
             isolate_secrets(&args.dir);
             dev::run(&args)

@@ -89,7 +89,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             return fail(
                 &mut console,
                 RunError::Usage(format!(
-                    "the agent changed its own definition in an earlier run ({}): review it with `eve build {}`, or run again with --accept-agent-changes",
+                    "the agent's definition changed while it ran ({}): review it with `eve build {}`, or run again with --accept-agent-changes",
                     change.summary,
                     crate::text::shell_word(&base)
                 )),
@@ -102,11 +102,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         crate::review::accept(&dir)?;
     }
     compiler::write_manifest(&dir, &manifest)?;
-    let ran = manifest
-        .agent
-        .workspace
-        .agent_writable
-        .then(|| manifest.clone());
+    let ran = manifest.clone();
 
     let action = match (resolution, args.compact) {
         (Some(resolution), _) => Action::Resume(resolution),
@@ -125,6 +121,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         persist: true,
         approve_all: args.yes,
         asker: interactive.then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
+        sandbox_mode: args
+            .sandbox
+            .as_deref()
+            .and_then(crate::manifest::SandboxMode::from_name),
+        no_network: args.no_network,
     };
     let prepared = match runner::prepare(manifest, &dir, &run_options)
         .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))
@@ -137,6 +138,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("note: {note}");
         }
     }
+    for warning in &prepared.warnings {
+        eprintln!("warning: {warning}");
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -147,11 +151,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         |event| console.event(event),
     ));
     console.finish(&outcome);
-    if let Some(ran) = &ran
-        && let Some(change) = crate::review::after_run(&dir, ran)?
-    {
+    if let Some(change) = crate::review::after_run(&dir, &ran)? {
         eprintln!(
-            "note: the agent changed its own definition ({}); it takes effect once you have seen it: `eve build {}`",
+            "note: the agent's definition changed during this run ({}); it takes effect once you have seen it: `eve build {}`",
             change.summary,
             crate::text::shell_word(&base)
         );

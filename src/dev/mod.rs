@@ -270,6 +270,8 @@ impl Dev {
             asker: self
                 .interactive
                 .then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
+            sandbox_mode: None,
+            no_network: false,
         }
     }
 
@@ -277,7 +279,7 @@ impl Dev {
         // A definition the agent changed itself waits for the person's /accept.
         if let Some(change) = crate::review::pending(&self.options.dir) {
             eprintln!(
-                "note: still using the last build you saw: the agent changed its own definition ({}); /accept uses it",
+                "note: still using the last build you saw: the agent's definition changed while it ran ({}); /accept uses it",
                 change.summary
             );
         } else if let Some((manifest, _)) = self.pending.take() {
@@ -293,6 +295,11 @@ impl Dev {
             };
         for note in &prepared.repaired {
             eprintln!("note: {note}");
+        }
+        if self.turns == 0 {
+            for warning in &prepared.warnings {
+                eprintln!("warning: {warning}");
+            }
         }
         // A parked session: this line answers it.
         let action = match (action, prepared.harness.pending()) {
@@ -328,7 +335,7 @@ impl Dev {
         console.finish(&outcome);
         match crate::review::after_run(&self.options.dir, &self.active) {
             Ok(Some(change)) => eprintln!(
-                "note: the agent changed its own definition ({}); /accept uses it from the next turn",
+                "note: the agent's definition changed during this turn ({}); /accept uses it from the next turn",
                 change.summary
             ),
             Ok(None) => {}
@@ -384,7 +391,7 @@ impl Dev {
                 }
             }
             "/accept" => match crate::review::pending(&self.options.dir) {
-                None => eprintln!("the agent has not changed its definition"),
+                None => eprintln!("the definition did not change while the agent ran"),
                 Some(change) => match crate::review::accept(&self.options.dir) {
                     Ok(()) => {
                         eprintln!("accepted: {} (from the next turn)", change.summary);

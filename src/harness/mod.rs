@@ -64,6 +64,8 @@ pub struct Setup {
     pub asker: Option<Arc<dyn Asker>>,
     /// `--yes`: approve every call that needs an approval.
     pub approve_all: bool,
+    /// Confines the processes tools start; `None`: not confined.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.
@@ -113,6 +115,7 @@ impl Harness {
             &setup.manifest,
             setup.provider.capabilities().hosted_web_search,
             can_ask,
+            setup.sandbox.as_ref().and_then(|s| s.withheld.as_deref()),
         ));
         let system = prompt::system_prompt(
             &setup.manifest,

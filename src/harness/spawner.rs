@@ -63,6 +63,7 @@ impl Spawner for ChildSpawner {
                 journal: None,
                 asker: self.setup.asker.clone(),
                 approve_all: self.setup.approve_all,
+                sandbox: self.setup.sandbox.clone(),
             };
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
             child.start();
@@ -93,6 +94,7 @@ impl Harness {
                     .into_iter()
                     .collect(),
             ),
+            sandbox: self.setup.sandbox.clone(),
             spawner: Some(Arc::new(ChildSpawner {
                 setup: self.setup.clone(),
                 emitter: self.emitter.clone(),

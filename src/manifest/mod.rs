@@ -82,6 +82,22 @@ pub struct Workspace {
 /// Claude Code's `${CLAUDE_SKILL_DIR}`).
 pub const SKILL_DIR_PLACEHOLDERS: &[&str] = &["{baseDir}", "${CLAUDE_SKILL_DIR}"];
 
+/// The entries of an agent directory that make up its definition: what the agent may
+/// not change unless `[workspace] agent_writable` says so.
+pub const DEFINITION_ENTRIES: &[&str] = &[
+    "agent.toml",
+    "instructions.md",
+    "instructions",
+    "tools",
+    "skills",
+    "subagents",
+    "connections",
+    "evals",
+];
+
+/// The agent directory's folder of generated state (manifest, sessions, logs).
+pub const STATE_DIR: &str = ".eve";
+
 /// `[sandbox]`: how `bash`, command tools and stdio connections are confined.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sandbox {

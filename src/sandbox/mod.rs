@@ -97,6 +97,15 @@ impl Policy {
 /// A policy made ready for the kernel: what each child applies to itself.
 #[derive(Debug)]
 pub struct Sandbox {
+    /// The policy it enforces.
+    pub policy: Policy,
+    /// The session's private temp folder (`TMPDIR` of every sandboxed process).
+    pub temp: PathBuf,
+    /// Removes the temp folder when the session's sandbox goes away.
+    _temp: Option<tempfile::TempDir>,
+    /// Why the tools that start processes are not offered (`require = true` and the
+    /// kernel cannot confine them), if they are not.
+    pub withheld: Option<String>,
     inner: linux::Prepared,
     /// What is really enforced on this machine, for warnings and `eve doctor`.
     pub enforced: Enforced,
@@ -116,10 +125,52 @@ pub struct Enforced {
 }
 
 impl Sandbox {
-    /// Prepares `policy` with what `support` says this kernel can do.
-    pub fn prepare(policy: &Policy, support: &Support) -> Result<Sandbox, String> {
+    /// Prepares `policy` with what `support` says this kernel can do; sandboxed
+    /// processes get `temp` as their `TMPDIR`, removed with the sandbox. With `require`,
+    /// a policy the kernel cannot fully enforce withholds the tools that start processes.
+    pub fn prepare(
+        policy: &Policy,
+        temp: tempfile::TempDir,
+        require: bool,
+        support: &Support,
+    ) -> Result<Sandbox, String> {
         let (inner, enforced) = linux::Prepared::new(policy, support)?;
-        Ok(Sandbox { inner, enforced })
+        let withheld = (require && !enforced.missing.is_empty()).then(|| {
+            format!(
+                "`[sandbox] require = true`, and this machine cannot confine processes: it lacks {}",
+                enforced.missing.join(", ")
+            )
+        });
+        Ok(Sandbox {
+            policy: policy.clone(),
+            temp: temp.path().to_path_buf(),
+            _temp: Some(temp),
+            withheld,
+            inner,
+            enforced,
+        })
+    }
+
+    /// Whether the sandbox confines anything.
+    pub fn is_on(&self) -> bool {
+        self.policy.mode != SandboxMode::Off
+    }
+
+    /// The line for the model after a sandboxed command failed, when its output says a
+    /// write or a connection was refused; `None` otherwise.
+    pub fn explain_refusal(
+        &self,
+        workspace: &Path,
+        failed: bool,
+        output: &[&str],
+    ) -> Option<String> {
+        const REFUSED: &[&str] = &[
+            "Permission denied",
+            "Read-only file system",
+            "Operation not permitted",
+        ];
+        (self.is_on() && failed && output.iter().any(|o| REFUSED.iter().any(|r| o.contains(r))))
+            .then(|| self.policy.refusal_note(workspace))
     }
 
     /// Confines the calling process: called in a child after `fork`, before `exec`.
@@ -171,7 +222,13 @@ mod linux_tests {
 
     /// Runs `script` with `sh -c` under `policy`; returns (exit code, stderr).
     fn run(policy: &Policy, cwd: &Path, script: &str) -> (i32, String) {
-        let sandbox = Sandbox::prepare(policy, &Support::detect()).unwrap();
+        let sandbox = Sandbox::prepare(
+            policy,
+            tempfile::tempdir().unwrap(),
+            false,
+            &Support::detect(),
+        )
+        .unwrap();
         let sandbox = std::sync::Arc::new(sandbox);
         let confine = sandbox.clone();
         let mut command = Command::new("sh");

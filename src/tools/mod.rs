@@ -75,6 +75,8 @@ pub struct ToolContext {
     /// Folders outside the workspace that read_file may read by absolute path (the
     /// agent's skills, whose resource files load_skill lists).
     pub read_roots: Arc<Vec<PathBuf>>,
+    /// Confines the processes tools start (bash, command tools); `None`: not confined.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Starts child agents (the `agent` tool and subagents); `None` where none may start.
     pub spawner: Option<Arc<dyn Spawner>>,
 }
@@ -93,6 +95,7 @@ impl ToolContext {
             state: Arc::new(state::SessionState::default()),
             depth: 0,
             read_roots: Arc::new(Vec::new()),
+            sandbox: None,
             spawner: None,
         }
     }

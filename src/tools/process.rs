@@ -118,6 +118,22 @@ pub struct Finished {
     pub stdout: Captured,
     pub stderr: Captured,
     pub cleanup: Cleanup,
+    /// The sandbox's line for the model when the output says it refused something.
+    pub sandbox_note: Option<String>,
+}
+
+impl Finished {
+    /// What eve adds to the program's own output: the leftovers it killed, and what the
+    /// sandbox refused.
+    pub fn notes(&self) -> Option<String> {
+        let notes: Vec<String> = self
+            .cleanup
+            .note(&self.end)
+            .into_iter()
+            .chain(self.sandbox_note.clone())
+            .collect();
+        (!notes.is_empty()).then(|| notes.join("\n"))
+    }
 }
 
 /// Runs `command` to its end. `stdin` is written to it (then closed), or stdin is
@@ -144,7 +160,10 @@ pub async fn run(
     for var in ctx.hidden_env.iter() {
         command.env_remove(var);
     }
-    let mut tree = Tree::spawn(command)?;
+    if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.is_on()) {
+        command.env("TMPDIR", &sandbox.temp);
+    }
+    let mut tree = Tree::spawn(command, ctx.sandbox.clone())?;
     if let (Some(bytes), Some(mut pipe)) = (stdin, tree.child.stdin.take()) {
         // A program that does not read its input closes the pipe early: not an error.
         tokio::spawn(async move {
@@ -177,11 +196,19 @@ pub async fn run(
         cleanup.output_cut = true;
         stop_reading.cancel();
     }
+    let stdout = stdout.await.unwrap_or_default();
+    let stderr = stderr.await.unwrap_or_default();
+    let failed = !matches!(&end, End::Exited(Ok(status)) if status.success());
+    let sandbox_note = ctx
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.explain_refusal(&ctx.workspace, failed, &[&stdout.text(), &stderr.text()]));
     Ok(Finished {
         end,
-        stdout: stdout.await.unwrap_or_default(),
-        stderr: stderr.await.unwrap_or_default(),
+        stdout,
+        stderr,
         cleanup,
+        sandbox_note,
     })
 }
 
@@ -209,10 +236,21 @@ struct Tree {
 
 #[cfg(target_os = "linux")]
 impl Tree {
-    fn spawn(mut command: tokio::process::Command) -> std::io::Result<Tree> {
+    fn spawn(
+        mut command: tokio::process::Command,
+        sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
+    ) -> std::io::Result<Tree> {
         use std::os::fd::AsRawFd;
         let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
         super::supervisor::install(&mut command, theirs.as_raw_fd());
+        if let Some(sandbox) = sandbox.filter(|s| s.is_on()) {
+            // Runs after the supervisor's hook, in the program only (the supervisor never
+            // returns from its hook): the program and all it starts are confined.
+            // SAFETY: confine only makes system calls on data prepared before the fork.
+            unsafe {
+                command.pre_exec(move || sandbox.confine());
+            }
+        }
         let child =
             super::orphans::spawn_registered(|| command.spawn(), tokio::process::Child::id)?;
         drop(theirs);
@@ -327,7 +365,10 @@ struct Tree {
 
 #[cfg(not(target_os = "linux"))]
 impl Tree {
-    fn spawn(mut command: tokio::process::Command) -> std::io::Result<Tree> {
+    fn spawn(
+        mut command: tokio::process::Command,
+        _sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
+    ) -> std::io::Result<Tree> {
         let child = command.kill_on_drop(true).spawn()?;
         Ok(Tree {
             pid: child.id(),

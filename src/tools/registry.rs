@@ -69,17 +69,20 @@ impl Registry {
     /// Builds the registry. A tool eve cannot execute is left out (never offered to the
     /// model) and listed by [`Registry::unavailable`].
     pub fn from_manifest(manifest: &manifest::Manifest) -> Registry {
-        Registry::for_provider(manifest, false, true)
+        Registry::for_provider(manifest, false, true, None)
     }
 
     /// Builds the registry for a provider: `hosted_web_search` says whether it runs
     /// `web_search` itself (Anthropic's API does).
     /// `can_ask` says whether a person can answer questions in this run: a child agent
     /// cannot park its turn, so it has no `ask_question` unless someone is at a terminal.
+    /// `processes_withheld` says why the tools that start processes (`bash`, command
+    /// tools) are not offered, when the sandbox they would need is missing.
     pub fn for_provider(
         manifest: &manifest::Manifest,
         hosted_web_search: bool,
         can_ask: bool,
+        processes_withheld: Option<&str>,
     ) -> Registry {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
@@ -87,6 +90,15 @@ impl Registry {
             let builtin = (tool.executor == Executor::Builtin)
                 .then(|| Builtin::from_name(&tool.name))
                 .flatten();
+            let starts_processes =
+                builtin == Some(Builtin::Bash) || matches!(tool.executor, Executor::Command { .. });
+            if let (true, Some(reason)) = (starts_processes, processes_withheld) {
+                unavailable.push(Unavailable {
+                    name: tool.name.clone(),
+                    reason: reason.to_string(),
+                });
+                continue;
+            }
             if builtin == Some(Builtin::AskQuestion) && !can_ask {
                 unavailable.push(Unavailable {
                     name: tool.name.clone(),
@@ -367,7 +379,7 @@ mod tests {
             );
         }
         assert!(names.iter().any(|n| n == "ask_question"));
-        let child = Registry::for_provider(&manifest(), false, false);
+        let child = Registry::for_provider(&manifest(), false, false, None);
         let ask = child
             .unavailable()
             .iter()

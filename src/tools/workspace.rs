@@ -29,17 +29,7 @@ pub enum Access {
     Write,
 }
 
-/// The entries of an agent directory that make up its definition.
-const DEFINITION: &[&str] = &[
-    "agent.toml",
-    "instructions.md",
-    "instructions",
-    "tools",
-    "skills",
-    "subagents",
-    "connections",
-    "evals",
-];
+use crate::manifest::DEFINITION_ENTRIES as DEFINITION;
 
 /// The agent directory's folder of sessions and state.
 const STATE: &str = ".eve";

@@ -170,12 +170,9 @@ impl Bash {
             Ok(finished) => finished,
             Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
         };
-        let (end, out, err, cleanup) = (
-            finished.end,
-            finished.stdout,
-            finished.stderr,
-            finished.cleanup,
-        );
+        let cleanup = finished.cleanup.note(&finished.end);
+        let sandbox_note = finished.sandbox_note;
+        let (end, out, err) = (finished.end, finished.stdout, finished.stderr);
         let mut text = String::new();
         let (is_error, status_line) = match &end {
             process::End::Exited(Ok(status)) => match status.code() {
@@ -197,7 +194,7 @@ impl Bash {
             ),
         };
         text.push_str(&status_line);
-        if let Some(note) = cleanup.note(&end) {
+        if let Some(note) = cleanup {
             text.push('\n');
             text.push_str(&note);
         }
@@ -217,6 +214,11 @@ impl Bash {
                 "\n<stderr>\n{}\n</stderr>",
                 stderr_text.trim_end_matches('\n')
             ));
+        }
+        // After the command's own error, so the model reads the refusal, then why.
+        if let Some(note) = sandbox_note {
+            text.push('\n');
+            text.push_str(&note);
         }
         ToolOutput {
             content: text,

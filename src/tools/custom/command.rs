@@ -66,7 +66,7 @@ impl CommandTool {
                 Ok(finished) => finished,
                 Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
             };
-        let note = finished.cleanup.note(&finished.end);
+        let note = finished.notes();
         let output = match finished.end {
             End::TimedOut => ToolOutput::error(format!(
                 "`{}` timed out after {} s; eve killed it",

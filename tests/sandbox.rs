@@ -1,0 +1,268 @@
+//! The sandbox end to end: what `bash` and command tools may write and reach under each
+//! mode, with the real binary and a scripted model. CI runs as root on a kernel with
+//! Landlock: root is confined too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::eve;
+use serde_json::Value;
+
+struct Agent {
+    _tmp: tempfile::TempDir,
+    base: PathBuf,
+    dir: PathBuf,
+    workspace: PathBuf,
+}
+
+impl Agent {
+    /// An agent beside its workspace (`base/agent`, `base/ws`), or inside it (`inside`:
+    /// `base/ws/agent`, the `example-agent` layout).
+    fn new(sandbox: &str, inside: bool, script: &str) -> Agent {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let workspace = base.join("ws");
+        let dir = if inside {
+            workspace.join("agent")
+        } else {
+            base.join("agent")
+        };
+        std::fs::create_dir_all(dir.join("tools")).unwrap();
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::write(
+            dir.join("agent.toml"),
+            format!(
+                "name = \"s\"\nmodel = \"scripted:replies.yaml\"\ndefault_tools = false\n{sandbox}"
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join("instructions.md"), "Help.\n").unwrap();
+        std::fs::write(dir.join("tools/bash.toml"), "").unwrap();
+        std::fs::write(dir.join("replies.yaml"), script).unwrap();
+        Agent {
+            _tmp: tmp,
+            base,
+            dir,
+            workspace,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        eve()
+            .env("EVE_SCRIPTED_LOG", self.base.join("requests.jsonl"))
+            .arg("run")
+            .arg(&self.dir)
+            .args(["--workspace", self.workspace.to_str().unwrap()])
+            .args(args)
+            .arg("go")
+            .write_stdin("")
+            .output()
+            .unwrap()
+    }
+
+    /// The result of the first tool call, as the model received it.
+    fn first_result(&self) -> String {
+        let log = std::fs::read_to_string(self.base.join("requests.jsonl")).unwrap();
+        let request: Value = serde_json::from_str(log.lines().nth(1).unwrap()).unwrap();
+        request["messages"][2]["results"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+}
+
+fn bash(command: &str) -> String {
+    format!(
+        "- tool_calls: [{{name: bash, input: {{command: {}}}}}]\n- text: done\n",
+        serde_json::to_string(command).unwrap()
+    )
+}
+
+fn supported() -> bool {
+    let out = eve().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("Landlock: not available") || text.contains("mount namespace: not") {
+        eprintln!("skipped: {text}");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn a_write_outside_the_workspace_is_refused_and_the_model_is_told_why() {
+    if !supported() {
+        return;
+    }
+    let agent = Agent::new("", false, &bash("echo x > ../escape.txt && echo done"));
+    let out = agent.run(&[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!agent.base.join("escape.txt").exists());
+    let seen = agent.first_result();
+    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(
+        seen.contains("[eve] the sandbox (workspace-write) allows writes only in the workspace"),
+        "{seen}"
+    );
+    assert!(!seen.contains("done"), "{seen}");
+}
+
+#[test]
+fn workspace_write_allows_the_workspace_and_tmpdir_and_nothing_else() {
+    if !supported() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let script = bash(&format!(
+        "touch inside && sh -c 'sh -c \"touch deeper\"' && echo $TMPDIR > tmpdir && touch $TMPDIR/scratch \
+         && ! touch {home}/x 2>/dev/null && ! (cd / && touch {home}/y 2>/dev/null) \
+         && ! sh -c 'sh -c \"touch /etc/eve-x\"' 2>/dev/null && ln -s {home} link && ! touch link/z 2>/dev/null && echo all-good",
+        home = home.path().display()
+    ));
+    let agent = Agent::new("", false, &script);
+    let out = agent.run(&["--yes"]);
+    assert_eq!(out.status.code(), Some(0));
+    let seen = agent.first_result();
+    assert!(seen.contains("all-good"), "{seen}");
+    assert!(agent.workspace.join("inside").exists() && agent.workspace.join("deeper").exists());
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0);
+    // The session's temp folder was private to it and is gone with it.
+    let tmpdir = std::fs::read_to_string(agent.workspace.join("tmpdir")).unwrap();
+    let tmpdir = PathBuf::from(tmpdir.trim());
+    assert!(tmpdir.starts_with(std::env::temp_dir().canonicalize().unwrap()));
+    assert!(!tmpdir.exists(), "{} was not removed", tmpdir.display());
+}
+
+#[test]
+fn the_agents_state_and_definition_stay_read_only_inside_the_workspace() {
+    if !supported() {
+        return;
+    }
+    let script = bash(
+        "echo forged >> agent/.eve/sessions/*.jsonl; echo 'approval = \"never\"' > agent/tools/bash.toml; \
+         mv agent agent2; rm -rf agent/.eve; touch agent/.eve/new; echo tried",
+    );
+    let agent = Agent::new("", true, &script);
+    let out = agent.run(&["--yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = agent.first_result();
+    assert!(seen.contains("tried"), "{seen}");
+    assert!(seen.contains("Read-only file system"), "{seen}");
+    assert!(agent.dir.join(".eve/sessions").is_dir());
+    assert!(!agent.workspace.join("agent2").exists());
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.join("tools/bash.toml")).unwrap(),
+        ""
+    );
+    let log = std::fs::read_dir(agent.dir.join(".eve/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    assert!(!std::fs::read_to_string(log).unwrap().contains("forged\n"));
+}
+
+#[test]
+fn read_only_mode_reads_and_writes_nothing() {
+    if !supported() {
+        return;
+    }
+    let agent = Agent::new(
+        "[sandbox]\nmode = \"read-only\"\n",
+        false,
+        &bash("cat agent.txt; touch new; echo more >> agent.txt; touch $TMPDIR/x; echo end"),
+    );
+    std::fs::write(agent.workspace.join("agent.txt"), "original\n").unwrap();
+    assert_eq!(agent.run(&[]).status.code(), Some(0));
+    let seen = agent.first_result();
+    assert!(seen.contains("original") && seen.contains("end"), "{seen}");
+    assert!(!agent.workspace.join("new").exists());
+    assert_eq!(
+        std::fs::read_to_string(agent.workspace.join("agent.txt")).unwrap(),
+        "original\n"
+    );
+    // The command line's override loosens nothing it is not asked to.
+    let loosened = Agent::new(
+        "[sandbox]\nmode = \"read-only\"\n",
+        false,
+        &bash("touch new && echo wrote"),
+    );
+    assert_eq!(
+        loosened
+            .run(&["--sandbox", "workspace-write"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert!(loosened.workspace.join("new").exists());
+}
+
+#[test]
+fn without_network_tcp_fails_unix_sockets_work_and_with_it_tcp_connects() {
+    if !supported() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = bash(&format!(
+        "python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(\"unix-\" + b.recv(1).decode())'; \
+         python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' && echo tcp-ok"
+    ));
+    let off = Agent::new("[sandbox]\nnetwork = false\n", false, &script);
+    assert_eq!(off.run(&[]).status.code(), Some(0));
+    let seen = off.first_result();
+    assert!(!seen.contains("tcp-ok"), "{seen}");
+    assert!(seen.contains("unix-x"), "{seen}");
+    assert!(seen.contains("the network is off"), "{seen}");
+    let by_flag = Agent::new("", false, &script);
+    assert_eq!(by_flag.run(&["--no-network"]).status.code(), Some(0));
+    assert!(!by_flag.first_result().contains("tcp-ok"));
+    let on = Agent::new("", false, &script);
+    assert_eq!(on.run(&[]).status.code(), Some(0));
+    assert!(
+        on.first_result().contains("tcp-ok"),
+        "{}",
+        on.first_result()
+    );
+}
+
+#[test]
+fn mode_off_behaves_as_before() {
+    let agent = Agent::new(
+        "[sandbox]\nmode = \"off\"\n",
+        false,
+        &bash("echo x > ../escape.txt && echo done"),
+    );
+    assert_eq!(agent.run(&[]).status.code(), Some(0));
+    assert!(agent.base.join("escape.txt").exists());
+    assert!(agent.first_result().contains("done"));
+}
+
+#[test]
+fn a_command_tool_is_confined_the_same_way() {
+    if !supported() {
+        return;
+    }
+    let agent = Agent::new(
+        "",
+        false,
+        "- tool_calls: [{name: escape, input: {}}]\n- text: done\n",
+    );
+    std::fs::write(
+        agent.dir.join("tools/escape.toml"),
+        "description = \"Writes\"\ncommand = [\"sh\", \"-c\", \"touch ../from-command\"]\n[input_schema]\ntype = \"object\"\n",
+    )
+    .unwrap();
+    assert_eq!(agent.run(&[]).status.code(), Some(0));
+    assert!(!agent.base.join("from-command").exists());
+    let seen = agent.first_result();
+    assert!(seen.contains("Permission denied"), "{seen}");
+    assert!(seen.contains("[eve] the sandbox"), "{seen}");
+}
