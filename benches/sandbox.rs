@@ -1,0 +1,85 @@
+//! What the sandbox adds to a tool's process: `bash -c true` run 200 times through the
+//! process runner (supervisor included), with the default workspace-write sandbox
+//! (Landlock, a read-only `.eve/` in a private mount namespace) and without; medians.
+//! Run with `cargo bench --bench sandbox`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use eve::manifest::SandboxMode;
+use eve::sandbox::{Policy, Sandbox, Support};
+use eve::tools::ToolContext;
+
+const RUNS: usize = 200;
+
+fn main() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().canonicalize().unwrap().join("ws");
+    let eve_dir = ws.join("agent/.eve");
+    std::fs::create_dir_all(&eve_dir).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let support = Support::detect();
+    println!("this machine: {}", support.describe().join(", "));
+    let plain = ToolContext::new(ws.clone(), ws.join("agent"));
+    let temp = tempfile::tempdir().unwrap();
+    let temp_path = temp.path().to_path_buf();
+    for (label, network) in [("workspace-write", true), ("workspace-write, network off", false)] {
+        let policy = Policy::new(
+            SandboxMode::WorkspaceWrite,
+            network,
+            &ws,
+            &temp_path,
+            &[],
+            &[eve_dir.clone()],
+        );
+        let started = Instant::now();
+        let sandbox = Sandbox::prepare(&policy, tempfile::tempdir().unwrap(), false, &support)
+            .unwrap();
+        let prepare = started.elapsed();
+        let mut boxed = plain.clone();
+        boxed.sandbox = Some(Arc::new(sandbox));
+        let without = median(&runtime, &plain);
+        let with = median(&runtime, &boxed);
+        println!(
+            "bash -c true, median of {RUNS}: {:.3} ms without, {:.3} ms with {label} ({:+.3} ms); preparing the sandbox once: {:.3} ms",
+            ms(without),
+            ms(with),
+            ms(with) - ms(without),
+            ms(prepare)
+        );
+    }
+    drop(temp);
+}
+
+fn median(runtime: &tokio::runtime::Runtime, ctx: &ToolContext) -> Duration {
+    let mut times: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let mut command = tokio::process::Command::new("bash");
+            command.arg("-c").arg("true");
+            let start = Instant::now();
+            let finished = runtime
+                .block_on(eve::tools::process::run(
+                    command,
+                    None,
+                    ctx,
+                    Duration::from_secs(30),
+                    1024,
+                ))
+                .unwrap();
+            let took = start.elapsed();
+            assert!(matches!(finished.end, eve::tools::process::End::Exited(Ok(s)) if s.success()));
+            took
+        })
+        .collect();
+    times.sort();
+    times[RUNS / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
