@@ -28,7 +28,10 @@ fn main() {
     let plain = ToolContext::new(ws.clone(), ws.join("agent"));
     let temp = tempfile::tempdir().unwrap();
     let temp_path = temp.path().to_path_buf();
-    for (label, network) in [("workspace-write", true), ("workspace-write, network off", false)] {
+    for (label, network) in [
+        ("workspace-write", true),
+        ("workspace-write, network off", false),
+    ] {
         let policy = Policy::new(
             SandboxMode::WorkspaceWrite,
             network,
@@ -38,8 +41,8 @@ fn main() {
             &[eve_dir.clone()],
         );
         let started = Instant::now();
-        let sandbox = Sandbox::prepare(&policy, tempfile::tempdir().unwrap(), false, &support)
-            .unwrap();
+        let sandbox =
+            Sandbox::prepare(&policy, tempfile::tempdir().unwrap(), false, &support).unwrap();
         let prepare = started.elapsed();
         let mut boxed = plain.clone();
         boxed.sandbox = Some(Arc::new(sandbox));

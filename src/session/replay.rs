@@ -413,4 +413,23 @@ mod tests {
                 .contains("line 1 is not a session record")
         );
     }
+
+    #[test]
+    fn a_complete_record_eve_does_not_know_is_kept_and_reported_not_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("ses_1.jsonl");
+        let mut text: String = crashed_log()
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        text.push_str("{\"record\":\"from_a_newer_eve\",\"x\":1}\n");
+        std::fs::write(&path, &text).unwrap();
+        let error = load(&path).unwrap_err();
+        assert!(error.contains("line 7 is not a session record"), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            text,
+            "nothing was cut"
+        );
+    }
 }
