@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use crate::cli::DoctorArgs;
 use crate::compiler;
 use crate::manifest::diff::describe_sandbox;
-use crate::runner::{self, RunOptions};
+use crate::runner;
 use crate::sandbox::Support;
 
 pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
@@ -36,8 +36,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         }
     };
     println!("  workspace: {}", workspace.display());
-    let options = RunOptions::default();
-    match runner::sandbox_for(&manifest, &agent_dir, &workspace, &options, &support) {
+    match crate::sandbox::for_session(&manifest, &agent_dir, &workspace, None, false, &support) {
         Ok((None, _)) => println!("  not enforced: the sandbox is off (mode = \"off\")"),
         Ok((Some(sandbox), _)) => {
             let enforced = &sandbox.enforced;

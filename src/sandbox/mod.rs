@@ -8,12 +8,14 @@
 //! in each child between `fork` and `exec` and only makes system calls.
 
 mod linux;
+mod session;
 pub mod support;
 
 use std::path::{Path, PathBuf};
 
 use crate::manifest::SandboxMode;
 
+pub use session::for_session;
 pub use support::Support;
 
 /// What the processes of one session may do.

@@ -1,0 +1,150 @@
+//! The sandbox of one session: the agent's `[sandbox]` settings, the command line's
+//! overrides, and the paths inside the workspace that must stay read-only.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{Policy, Sandbox, Support};
+use crate::manifest::{Manifest, SandboxMode};
+
+/// The sandbox of a session: `[sandbox]` with the command line's overrides, the agent's
+/// `.eve/` (and its definition, unless it may change it) and the workspace's git config
+/// and hooks kept read-only. Returns `None` for `mode = "off"`, and the line that says
+/// what this machine cannot enforce (with `require = true` the tools that start
+/// processes are withheld instead).
+pub fn for_session(
+    manifest: &Manifest,
+    agent_dir: &Path,
+    workspace: &Path,
+    mode: Option<SandboxMode>,
+    no_network: bool,
+    support: &Support,
+) -> Result<(Option<Arc<Sandbox>>, Vec<String>), String> {
+    let settings = &manifest.agent.sandbox;
+    let mode = mode.unwrap_or(settings.mode);
+    if mode == SandboxMode::Off {
+        return Ok((None, Vec::new()));
+    }
+    let network = settings.network && !no_network;
+    let mut extra = Vec::new();
+    for folder in &settings.writable {
+        let path = workspace.join(folder);
+        let real = path
+            .canonicalize()
+            .map_err(|e| format!("`[sandbox] writable` folder `{}`: {e}", path.display()))?;
+        extra.push(real);
+    }
+    let mut protected = vec![agent_dir.join(crate::manifest::STATE_DIR)];
+    if !manifest.agent.workspace.agent_writable {
+        protected.extend(
+            crate::manifest::DEFINITION_ENTRIES
+                .iter()
+                .map(|entry| agent_dir.join(entry)),
+        );
+    }
+    protected.push(workspace.join(".git/config"));
+    protected.push(workspace.join(".git/hooks"));
+    let temp = tempfile::Builder::new()
+        .prefix("eve-session-")
+        .tempdir()
+        .map_err(|e| format!("cannot create the session's temp folder: {e}"))?;
+    let temp_path = temp
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| temp.path().to_path_buf());
+    let policy = Policy::new(mode, network, workspace, &temp_path, &extra, &protected);
+    let sandbox = Sandbox::prepare(&policy, temp, settings.require, support)?;
+    let missing = &sandbox.enforced.missing;
+    let warnings = if missing.is_empty() || settings.require {
+        Vec::new()
+    } else {
+        vec![format!(
+            "the sandbox ({}) is only partly enforced on this machine: it lacks {}; set `[sandbox] require = true` to refuse to run without it",
+            mode.as_str(),
+            missing.join(", ")
+        )]
+    };
+    Ok((Some(Arc::new(sandbox)), warnings))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::manifest::Manifest;
+
+    fn agent(sandbox: &str) -> (tempfile::TempDir, Manifest) {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("agent.toml"),
+            format!("model = \"openai/gpt-4.1\"\n{sandbox}"),
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("instructions.md"), "Hi.").unwrap();
+        let manifest = crate::compiler::compile(tmp.path(), &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
+        (tmp, manifest)
+    }
+
+    #[test]
+    fn without_the_kernels_help_eve_warns_once_or_withholds_the_process_tools() {
+        let (tmp, manifest) = agent("");
+        let (sandbox, warnings) = for_session(
+            &manifest,
+            tmp.path(),
+            tmp.path(),
+            None,
+            false,
+            &Support::NONE,
+        )
+        .unwrap();
+        let sandbox = sandbox.unwrap();
+        assert_eq!(sandbox.withheld, None);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("the sandbox (workspace-write) is only partly enforced on this machine: it lacks Landlock"), "{}", warnings[0]);
+
+        let (tmp, manifest) = agent("[sandbox]\nrequire = true\n");
+        let (sandbox, warnings) = for_session(
+            &manifest,
+            tmp.path(),
+            tmp.path(),
+            None,
+            false,
+            &Support::NONE,
+        )
+        .unwrap();
+        assert!(warnings.is_empty());
+        let reason = sandbox.unwrap().withheld.clone().unwrap();
+        assert!(
+            reason.starts_with(
+                "`[sandbox] require = true`, and this machine cannot confine processes"
+            ),
+            "{reason}"
+        );
+        let registry = crate::tools::Registry::for_provider(&manifest, false, true, Some(&reason));
+        assert!(!registry.names().contains(&"bash".to_string()));
+        let bash = registry
+            .unavailable()
+            .iter()
+            .find(|u| u.name == "bash")
+            .unwrap();
+        assert_eq!(bash.reason, reason);
+        assert!(registry.names().contains(&"read_file".to_string()));
+    }
+
+    #[test]
+    fn mode_off_needs_no_kernel_support() {
+        let (tmp, manifest) = agent("[sandbox]\nmode = \"off\"\nrequire = true\n");
+        let (sandbox, warnings) = for_session(
+            &manifest,
+            tmp.path(),
+            tmp.path(),
+            None,
+            false,
+            &Support::NONE,
+        )
+        .unwrap();
+        assert!(sandbox.is_none() && warnings.is_empty());
+    }
+}
