@@ -93,6 +93,8 @@ pub struct Harness {
     call_ids: HashSet<String>,
     /// The token estimate compaction reads.
     estimate: compaction::Estimate,
+    /// What every tool call gets but the turn's cancellation.
+    tools: crate::tools::ToolContext,
 }
 
 /// The todo list and read stamps as last written to the journal.
@@ -124,6 +126,8 @@ impl Harness {
             &setup.workspace,
             &|name| std::env::var(name).ok(),
         )?;
+        let state = Arc::new(SessionState::default());
+        let tools = spawner::tools_context(&setup, &emitter, &state);
         Ok(Harness {
             setup,
             registry,
@@ -132,7 +136,8 @@ impl Harness {
             session_id,
             history: Vec::new(),
             usage: Usage::default(),
-            state: Arc::new(SessionState::default()),
+            state,
+            tools,
             logged: Logged::default(),
             parked: None,
             resolutions: HashMap::new(),

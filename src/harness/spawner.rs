@@ -79,26 +79,39 @@ impl Harness {
     /// What the tool calls of a step may use.
     pub(super) fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
         ToolContext {
-            workspace: self.setup.workspace.clone(),
-            agent_dir: self.setup.agent_dir.clone(),
-            agent_writable: self.setup.manifest.agent.workspace.agent_writable,
             cancel: cancel.clone(),
-            hidden_env: Arc::new(self.setup.hidden_env.clone()),
-            state: self.state.clone(),
-            depth: self.setup.depth,
-            read_roots: Arc::new(
-                self.setup
-                    .agent_dir
-                    .join("skills")
-                    .canonicalize()
-                    .into_iter()
-                    .collect(),
-            ),
-            sandbox: self.setup.sandbox.clone(),
-            spawner: Some(Arc::new(ChildSpawner {
-                setup: self.setup.clone(),
-                emitter: self.emitter.clone(),
-            })),
+            ..self.tools.clone()
         }
+    }
+}
+
+/// The context tool calls of a harness share, built once per harness: only the turn's
+/// cancellation differs from call to call.
+pub(super) fn tools_context(
+    setup: &Setup,
+    emitter: &Emitter,
+    state: &Arc<crate::tools::state::SessionState>,
+) -> ToolContext {
+    ToolContext {
+        workspace: setup.workspace.clone(),
+        agent_dir: setup.agent_dir.clone(),
+        agent_writable: setup.manifest.agent.workspace.agent_writable,
+        cancel: CancellationToken::new(),
+        hidden_env: Arc::new(setup.hidden_env.clone()),
+        state: state.clone(),
+        depth: setup.depth,
+        read_roots: Arc::new(
+            setup
+                .agent_dir
+                .join("skills")
+                .canonicalize()
+                .into_iter()
+                .collect(),
+        ),
+        sandbox: setup.sandbox.clone(),
+        spawner: Some(Arc::new(ChildSpawner {
+            setup: setup.clone(),
+            emitter: emitter.clone(),
+        })),
     }
 }
