@@ -1,6 +1,7 @@
 //! What the sandbox adds to a tool's process: `bash -c true` run 200 times through the
 //! process runner (supervisor included), with the default workspace-write sandbox
-//! (Landlock, a read-only `.eve/` in a private mount namespace) and without; medians.
+//! (Landlock, a read-only `.eve/` in a private mount namespace) and without, interleaved;
+//! medians.
 //! Run with `cargo bench --bench sandbox`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -46,8 +47,8 @@ fn main() {
         let prepare = started.elapsed();
         let mut boxed = plain.clone();
         boxed.sandbox = Some(Arc::new(sandbox));
-        let without = median(&runtime, &plain);
-        let with = median(&runtime, &boxed);
+        // Interleaved, so a busy machine slows both alike.
+        let (without, with) = medians(&runtime, &plain, &boxed);
         println!(
             "bash -c true, median of {RUNS}: {:.3} ms without, {:.3} ms with {label} ({:+.3} ms); preparing the sandbox once: {:.3} ms",
             ms(without),
@@ -59,28 +60,37 @@ fn main() {
     drop(temp);
 }
 
-fn median(runtime: &tokio::runtime::Runtime, ctx: &ToolContext) -> Duration {
-    let mut times: Vec<Duration> = (0..RUNS)
-        .map(|_| {
-            let mut command = tokio::process::Command::new("bash");
-            command.arg("-c").arg("true");
-            let start = Instant::now();
-            let finished = runtime
-                .block_on(eve::tools::process::run(
-                    command,
-                    None,
-                    ctx,
-                    Duration::from_secs(30),
-                    1024,
-                ))
-                .unwrap();
-            let took = start.elapsed();
-            assert!(matches!(finished.end, eve::tools::process::End::Exited(Ok(s)) if s.success()));
-            took
-        })
-        .collect();
-    times.sort();
-    times[RUNS / 2]
+fn medians(
+    runtime: &tokio::runtime::Runtime,
+    a: &ToolContext,
+    b: &ToolContext,
+) -> (Duration, Duration) {
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        first.push(once(runtime, a));
+        second.push(once(runtime, b));
+    }
+    first.sort();
+    second.sort();
+    (first[RUNS / 2], second[RUNS / 2])
+}
+
+fn once(runtime: &tokio::runtime::Runtime, ctx: &ToolContext) -> Duration {
+    let mut command = tokio::process::Command::new("bash");
+    command.arg("-c").arg("true");
+    let start = Instant::now();
+    let finished = runtime
+        .block_on(eve::tools::process::run(
+            command,
+            None,
+            ctx,
+            Duration::from_secs(30),
+            1024,
+        ))
+        .unwrap();
+    let took = start.elapsed();
+    assert!(matches!(finished.end, eve::tools::process::End::Exited(Ok(s)) if s.success()));
+    took
 }
 
 fn ms(d: Duration) -> f64 {
