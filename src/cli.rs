@@ -27,6 +27,18 @@ pub enum Command {
     Dev(DevArgs),
     /// Show what this machine can enforce for an agent: the sandbox, and what is missing
     Doctor(DoctorArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, powershell, elvish)
+    Completions(CompletionsArgs),
+    /// Print eve's man page (roff) on stdout
+    Man,
+}
+
+/// Arguments of `eve completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Arguments of `eve doctor`.

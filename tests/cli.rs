@@ -345,3 +345,20 @@ fn unreadable_instructions_are_one_error_not_two() {
     assert_eq!(out.stderr.matches("error[").count(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("--> instructions.md"), "{}", out.stderr);
 }
+
+#[test]
+fn completions_and_the_man_page_name_every_command() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = run_in(Path::new("."), &["completions", shell]);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        for command in ["build", "run", "dev", "sessions", "doctor"] {
+            assert!(out.stdout.contains(command), "{shell} lacks {command}");
+        }
+    }
+    let bad = run_in(Path::new("."), &["completions", "tcsh"]);
+    assert_eq!(bad.code, 2);
+    let man = run_in(Path::new("."), &["man"]);
+    assert_eq!(man.code, 0);
+    assert!(man.stdout.contains(".TH eve 1"), "{}", &man.stdout[..200]);
+    assert!(man.stdout.contains("Build and run AI agents"));
+}

@@ -25,11 +25,31 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Sessions(args) => sessions::run(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Completions(args) => {
+            use clap::CommandFactory;
+            // Into memory first: the generator panics on a closed pipe (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "eve", &mut script);
+            print_all(&script)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            print_all(&page)
+        }
         Command::Dev(args) => {
             isolate_secrets(&args.dir);
             dev::run(&args)
         }
     }
+}
+
+/// Writes `bytes` to stdout; a closed pipe just ends the output.
+fn print_all(bytes: &[u8]) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(bytes);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's
