@@ -345,6 +345,7 @@ fn resume_benchmark(dir: &Path) {
             journal: Some(std::sync::Arc::new(log)),
             asker: None,
             approve_all: false,
+            stubs: None,
         };
         let (emitter, mut rx) = eve::harness::Emitter::channel();
         let mut harness =

@@ -236,6 +236,7 @@ pub fn prepare(
         journal: None,
         asker: options.asker.clone(),
         approve_all: options.approve_all,
+        stubs: None,
     };
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);

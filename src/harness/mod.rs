@@ -32,6 +32,7 @@ use crate::protocol::{
 use crate::providers::Provider;
 use crate::providers::retry::RetryPolicy;
 use crate::tools::state::{SessionState, Stamp};
+use crate::tools::stub::Stubs;
 use crate::tools::{Registry, ToolOutput};
 
 pub use emitter::Emitter;
@@ -64,6 +65,8 @@ pub struct Setup {
     pub asker: Option<Arc<dyn Asker>>,
     /// `--yes`: approve every call that needs an approval.
     pub approve_all: bool,
+    /// Tool effects replaced for this run (an eval case's stubs); child agents share them.
+    pub stubs: Option<Arc<Stubs>>,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.
@@ -109,11 +112,15 @@ impl Harness {
             (None, _) => emitter,
         };
         let can_ask = setup.asker.is_some() || (setup.depth == 0 && setup.journal.is_some());
-        let registry = Arc::new(Registry::for_provider(
+        let registry = Registry::for_provider(
             &setup.manifest,
             setup.provider.capabilities().hosted_web_search,
             can_ask,
-        ));
+        );
+        let registry = Arc::new(match &setup.stubs {
+            Some(stubs) => registry.with_stubs(stubs),
+            None => registry,
+        });
         let system = prompt::system_prompt(
             &setup.manifest,
             &registry,

@@ -63,6 +63,7 @@ impl Spawner for ChildSpawner {
                 journal: None,
                 asker: self.setup.asker.clone(),
                 approve_all: self.setup.approve_all,
+                stubs: self.setup.stubs.clone(),
             };
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
             child.start();

@@ -1,6 +1,8 @@
 //! The manifest: a compiled agent directory, everything a run needs (serde types).
 
+pub mod eval;
 pub mod model;
+pub mod script;
 
 use std::collections::BTreeMap;
 

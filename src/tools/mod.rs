@@ -7,6 +7,7 @@ pub mod output;
 pub mod process;
 pub mod registry;
 pub mod state;
+pub mod stub;
 pub mod workspace;
 
 use std::path::PathBuf;
