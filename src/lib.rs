@@ -10,6 +10,7 @@ pub mod harness;
 pub mod ids;
 pub mod manifest;
 pub mod net;
+pub mod pattern;
 pub mod protocol;
 pub mod providers;
 pub mod runner;

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod diagnostic;
+pub mod evals;
 pub mod inputs;
 pub mod instructions;
 pub mod render;
@@ -29,6 +30,8 @@ pub const SUBAGENT_TIMEOUT_SECS: u64 = 3600;
 pub struct Build {
     /// Present when there were no errors.
     pub manifest: Option<Manifest>,
+    /// The eval cases of `evals/`, checked against the manifest.
+    pub evals: Vec<crate::manifest::eval::Case>,
     pub diagnostics: Diagnostics,
 }
 
@@ -42,9 +45,24 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
     let files = AgentFiles::load(dir);
     let mut diagnostics = Diagnostics::default();
     let manifest = compile_files(&files, agent_name(dir), None, catalog, &mut diagnostics);
+    let evals = match &manifest {
+        Some(manifest) => evals::compile(
+            &files.evals,
+            manifest,
+            &files.root,
+            &files.boundary,
+            &mut diagnostics,
+        ),
+        None => Vec::new(),
+    };
     diagnostics.sort();
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
     Build {
+        evals: if manifest.is_some() {
+            evals
+        } else {
+            Vec::new()
+        },
         manifest,
         diagnostics,
     }
