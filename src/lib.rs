@@ -6,6 +6,7 @@ pub mod commands;
 pub mod compiler;
 pub mod console;
 pub mod dev;
+pub mod evals;
 pub mod harness;
 pub mod ids;
 pub mod manifest;

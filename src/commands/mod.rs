@@ -2,6 +2,7 @@
 
 mod build;
 mod dev;
+mod eval;
 mod init;
 mod run;
 mod sessions;
@@ -26,6 +27,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => {
             isolate_secrets(&args.dir);
             dev::run(&args)
+        }
+        Command::Eval(args) => {
+            let args = eval::split_positionals(args);
+            isolate_secrets(&args.dir);
+            eval::run(&args)
         }
     }
 }
