@@ -68,6 +68,24 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
     }
 }
 
+/// Compiles the eval cases of the agent directory at `dir` against `manifest` (a build
+/// already made, like the active one in `eve dev`).
+pub fn compile_evals(dir: &Path, manifest: &Manifest) -> (Vec<crate::manifest::eval::Case>, Diagnostics) {
+    let files = AgentFiles::load(dir);
+    let mut diagnostics = Diagnostics::default();
+    diagnostics.extend(
+        files
+            .problems
+            .iter()
+            .filter(|d| d.file.as_deref().is_some_and(|f| f.starts_with("evals/")))
+            .cloned(),
+    );
+    let cases = evals::compile(&files.evals, manifest, &files.root, &files.boundary, &mut diagnostics);
+    diagnostics.sort();
+    let cases = if diagnostics.has_errors() { Vec::new() } else { cases };
+    (cases, diagnostics)
+}
+
 /// The agent name a directory gets by default: its folder name.
 pub fn agent_name(dir: &Path) -> String {
     let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
