@@ -153,7 +153,11 @@ fn example_agent_builds_cleanly_and_deterministically() {
         .map(|t| (t.name.as_str(), t.source))
         .collect();
     assert!(sources.contains(&("bash", eve::manifest::ToolSource::Override)));
-    let web_fetch = manifest.tools.iter().find(|t| t.name == "web_fetch").unwrap();
+    let web_fetch = manifest
+        .tools
+        .iter()
+        .find(|t| t.name == "web_fetch")
+        .unwrap();
     assert_eq!(
         web_fetch.approval,
         eve::manifest::Approval::Always,

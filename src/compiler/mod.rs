@@ -70,7 +70,10 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
 
 /// Compiles the eval cases of the agent directory at `dir` against `manifest` (a build
 /// already made, like the active one in `eve dev`).
-pub fn compile_evals(dir: &Path, manifest: &Manifest) -> (Vec<crate::manifest::eval::Case>, Diagnostics) {
+pub fn compile_evals(
+    dir: &Path,
+    manifest: &Manifest,
+) -> (Vec<crate::manifest::eval::Case>, Diagnostics) {
     let files = AgentFiles::load(dir);
     let mut diagnostics = Diagnostics::default();
     diagnostics.extend(
@@ -80,9 +83,19 @@ pub fn compile_evals(dir: &Path, manifest: &Manifest) -> (Vec<crate::manifest::e
             .filter(|d| d.file.as_deref().is_some_and(|f| f.starts_with("evals/")))
             .cloned(),
     );
-    let cases = evals::compile(&files.evals, manifest, &files.root, &files.boundary, &mut diagnostics);
+    let cases = evals::compile(
+        &files.evals,
+        manifest,
+        &files.root,
+        &files.boundary,
+        &mut diagnostics,
+    );
     diagnostics.sort();
-    let cases = if diagnostics.has_errors() { Vec::new() } else { cases };
+    let cases = if diagnostics.has_errors() {
+        Vec::new()
+    } else {
+        cases
+    };
     (cases, diagnostics)
 }
 

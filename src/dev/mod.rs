@@ -31,7 +31,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/new", "start a new session"),
     ("/session", "the session's id, turns and token usage"),
     ("/compact", "compact the session's history now"),
-    ("/eval", "run the agent's eval cases (all, or those matching FILTER…) on the current build"),
+    (
+        "/eval",
+        "run the agent's eval cases (all, or those matching FILTER…) on the current build",
+    ),
     ("/help", "this list"),
     ("/quit", "leave (Ctrl-D too)"),
 ];
@@ -328,16 +331,26 @@ impl Dev {
     /// `/eval [FILTER…]`: the eval cases, checked against the build the next turn uses,
     /// run as `eve eval` runs them; prints a line per case, the problems, the summary.
     fn eval(&mut self, filters: &[String]) {
-        let manifest = self.pending.as_ref().map_or(&self.active, |(m, _)| m).clone();
+        let manifest = self
+            .pending
+            .as_ref()
+            .map_or(&self.active, |(m, _)| m)
+            .clone();
         let (cases, diagnostics) = compiler::compile_evals(&self.options.dir, &manifest);
-        eprint!("{}", render::human_report(diagnostics.iter(), &self.base, false));
+        eprint!(
+            "{}",
+            render::human_report(diagnostics.iter(), &self.base, false)
+        );
         if diagnostics.has_errors() {
             eprintln!("✗ the eval cases have errors: fix them, then /eval again");
             return;
         }
         let cases = match crate::evals::select(cases, filters, &[]) {
             Ok(cases) if cases.is_empty() => {
-                eprintln!("no eval cases: add one as `{}`", render::join_path(&self.base, "evals/<name>.toml"));
+                eprintln!(
+                    "no eval cases: add one as `{}`",
+                    render::join_path(&self.base, "evals/<name>.toml")
+                );
                 return;
             }
             Ok(cases) => cases,
@@ -346,7 +359,11 @@ impl Dev {
                 return;
             }
         };
-        let width = cases.iter().map(|c| c.id.chars().count()).max().unwrap_or(0);
+        let width = cases
+            .iter()
+            .map(|c| c.id.chars().count())
+            .max()
+            .unwrap_or(0);
         let outcome = crate::evals::run(
             &self.options.dir,
             &manifest,
@@ -437,7 +454,11 @@ impl Dev {
                 }
             }
             "/eval" => {
-                let filters: Vec<String> = line.split_whitespace().skip(1).map(str::to_string).collect();
+                let filters: Vec<String> = line
+                    .split_whitespace()
+                    .skip(1)
+                    .map(str::to_string)
+                    .collect();
                 self.eval(&filters);
             }
             other => {

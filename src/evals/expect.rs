@@ -263,7 +263,7 @@ fn tools(expect: &Expect, calls: &[Call], checks: &mut Vec<Check>) {
         let passed = calls.len() as u64 <= max;
         checks.push(
             Check::new("expect.tools.max_calls", passed)
-                .expected(format!("at most {} calls", max))
+                .expected(format!("at most {max} calls"))
                 .actual(format!("{} calls", calls.len()))
                 .details(if passed {
                     Vec::new()
@@ -287,7 +287,7 @@ fn events(expect: &Expect, observed: &Observed<'_>, checks: &mut Vec<Check>) {
         let passed = types.contains(&name.as_str());
         checks.push(
             Check::new("expect.events.present", passed)
-                .expected(format!("a `{name}` event"))
+                .expected(format!("`{name}` among the events"))
                 .actual(if passed { "present" } else { "none" })
                 .details(if passed { Vec::new() } else { seen() }),
         );
@@ -376,26 +376,33 @@ fn file_checks(path: &str, file: &FileCheck, observed: &Observed<'_>, checks: &m
 
 fn budgets(expect: &Expect, observed: &Observed<'_>, checks: &mut Vec<Check>) {
     let mut budget = |key: &str, max: Option<u64>, actual: u64, unit: &str| {
+        let n = |n: u64| {
+            if n == 1 {
+                format!("1 {unit}")
+            } else {
+                format!("{n} {unit}s")
+            }
+        };
         if let Some(max) = max {
             checks.push(
                 Check::new(format!("expect.{key}"), actual <= max)
-                    .expected(format!("at most {max} {unit}"))
-                    .actual(format!("{actual} {unit}")),
+                    .expected(format!("at most {}", n(max)))
+                    .actual(n(actual)),
             );
         }
     };
-    budget("max_steps", expect.max_steps, observed.steps, "steps");
+    budget("max_steps", expect.max_steps, observed.steps, "step");
     budget(
         "max_input_tokens",
         expect.max_input_tokens,
         observed.usage.input_tokens,
-        "input tokens",
+        "input token",
     );
     budget(
         "max_output_tokens",
         expect.max_output_tokens,
         observed.usage.output_tokens,
-        "output tokens",
+        "output token",
     );
     if let Some(max) = expect.max_seconds {
         let secs = observed.duration.as_secs_f64();

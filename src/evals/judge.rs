@@ -1,21 +1,43 @@
 //! The LLM judge: a model reads a turn's conversation and says whether the agent met the
 //! case's criteria. Its verdict is one JSON object; anything else is not a pass.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::results::{Check, Status};
+use crate::manifest::Provider;
 use crate::manifest::eval::Judge;
 use crate::protocol::Message;
-use crate::providers::{ModelRequest, Provider, StreamEvent};
+use crate::providers::{ModelRequest, StreamEvent};
 
-/// A judge model, resolved once for the whole eval run.
+/// The judge model of an eval run. It is resolved for each judgement, so a scripted
+/// judge answers every one with its first reply, whichever case asks first.
 #[derive(Debug, Clone)]
 pub struct JudgeModel {
-    pub provider: Arc<dyn Provider>,
-    pub model_id: String,
+    pub reference: String,
+    /// The agent's `[providers.NAME]`.
+    pub providers: BTreeMap<String, Provider>,
+    /// What a `scripted:` path is relative to.
+    pub base: PathBuf,
+}
+
+impl JudgeModel {
+    /// Checks that the reference resolves (an unknown provider, a missing key or file).
+    pub fn new(
+        reference: &str,
+        providers: &BTreeMap<String, Provider>,
+        base: PathBuf,
+    ) -> Result<JudgeModel, String> {
+        crate::providers::resolve(reference, providers, &base, &crate::secrets::var)?;
+        Ok(JudgeModel {
+            reference: reference.to_string(),
+            providers: providers.clone(),
+            base,
+        })
+    }
 }
 
 const SYSTEM: &str = "You grade the work of an AI agent against criteria. You get the criteria and \
@@ -75,8 +97,25 @@ pub async fn judge(
         check.status = Status::Skipped;
         return check;
     };
+    let resolved = match crate::providers::resolve(
+        &model.reference,
+        &model.providers,
+        &model.base,
+        &crate::secrets::var,
+    ) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            let mut check = check.actual(format!("the judge could not start: {e}"));
+            check.status = if judge.gate {
+                Status::Failed
+            } else {
+                Status::Soft
+            };
+            return check;
+        }
+    };
     let request = ModelRequest {
-        model: model.model_id.clone(),
+        model: resolved.model_id.clone(),
         system: SYSTEM.into(),
         messages: vec![Message::User {
             text: format!(
@@ -88,7 +127,7 @@ pub async fn judge(
         max_output_tokens: 1024,
         temperature: Some(0.0),
     };
-    let (passed, actual) = match ask(model, &request).await {
+    let (passed, actual) = match ask(resolved.provider.as_ref(), &request).await {
         Ok(text) => verdict(&text),
         Err(e) => (false, format!("the judge could not answer: {e}")),
     };
@@ -101,12 +140,11 @@ pub async fn judge(
     check
 }
 
-async fn ask(model: &JudgeModel, request: &ModelRequest) -> Result<String, String> {
-    let mut stream = model
-        .provider
-        .stream(request)
-        .await
-        .map_err(|e| e.to_string())?;
+async fn ask(
+    provider: &dyn crate::providers::Provider,
+    request: &ModelRequest,
+) -> Result<String, String> {
+    let mut stream = provider.stream(request).await.map_err(|e| e.to_string())?;
     let mut text = String::new();
     while let Some(event) = stream.next().await {
         if let StreamEvent::TextDelta(delta) = event.map_err(|e| e.to_string())? {

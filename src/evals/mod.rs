@@ -138,19 +138,10 @@ pub fn run(
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     let judge = match &options.judge_model {
-        Some(model) => {
-            let resolved = crate::providers::resolve(
-                model,
-                &manifest.agent.providers,
-                &cwd,
-                &crate::secrets::var,
-            )
-            .map_err(|e| format!("--judge-model: {e}"))?;
-            Some(judge::JudgeModel {
-                provider: resolved.provider,
-                model_id: resolved.model_id,
-            })
-        }
+        Some(model) => Some(
+            judge::JudgeModel::new(model, &manifest.agent.providers, cwd.clone())
+                .map_err(|e| format!("--judge-model: {e}"))?,
+        ),
         None => None,
     };
     let suite = Arc::new(Suite {

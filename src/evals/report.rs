@@ -62,7 +62,8 @@ fn mark(status: Status) -> &'static str {
     }
 }
 
-fn push_check(out: &mut String, check: &Check, indent: &str) {
+/// Writes one check; details already shown for the check before it are not repeated.
+fn push_check(out: &mut String, check: &Check, indent: &str, shown: &mut Vec<String>) {
     let _ = writeln!(out, "{indent}{} {}", mark(check.status), check.label());
     let inner = format!("{indent}    ");
     if !check.expected.is_empty() {
@@ -76,8 +77,15 @@ fn push_check(out: &mut String, check: &Check, indent: &str) {
             let _ = writeln!(out, "{inner}{line}");
         }
     }
+    if !check.details.is_empty() && check.details == *shown {
+        let _ = writeln!(out, "{inner}(the same as above)");
+        return;
+    }
     for line in &check.details {
         let _ = writeln!(out, "{inner}{line}");
+    }
+    if !check.details.is_empty() {
+        shown.clone_from(&check.details);
     }
 }
 
@@ -91,8 +99,9 @@ pub fn problems(case: &CaseResult) -> String {
         if let Some(error) = &run.error {
             let _ = writeln!(body, "{indent}✗ {error}");
         }
+        let mut shown = Vec::new();
         for check in run.problems() {
-            push_check(&mut body, check, indent);
+            push_check(&mut body, check, indent, &mut shown);
         }
         if body.is_empty() {
             continue;
