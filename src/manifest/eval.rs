@@ -1,5 +1,5 @@
 //! Compiled eval cases (`evals/**/*.toml`): what a case sends, the world it runs in, and
-//! what must hold afterwards; checked by the compiler, run by `crate::evals`.
+//! what must hold afterwards; checked by the compiler, run by `eve eval`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
