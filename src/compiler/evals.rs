@@ -732,7 +732,7 @@ fn read_stub(mut table: TableReader<'_>, agent: &Agent<'_>) -> Option<Stub> {
     }
     table.finish();
     let tool = tool?;
-    (toml.error_count() == before).then(|| Stub {
+    (toml.error_count() == before).then_some(Stub {
         tool: tool.value,
         input,
         schema,
@@ -1025,9 +1025,7 @@ fn read_file_check(files: &TableReader<'_>, path: &str, item: &Item) -> Option<F
             ..FileCheck::default()
         });
     }
-    let Some(mut table) = files.nested(path, item) else {
-        return None;
-    };
+    let mut table = files.nested(path, item)?;
     let mut check = FileCheck {
         exists: table.bool("exists").map(|b| b.value),
         equals: table.string("equals").map(|s| s.value),
