@@ -96,5 +96,7 @@ mod tests {
             assert!(!glob_matches(&escaped, &format!("{text}x")), "{text}");
         }
         assert!(!glob_matches(&escape_glob("a*b"), "axxb"));
+        assert!(glob_matches("{a,b}.txt", "b.txt") && !glob_matches("{a,b}.txt", "c.txt"));
+        assert!(glob_matches("src/*", "src/a/b.rs"), "`*` matches `/`");
     }
 }

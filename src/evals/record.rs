@@ -379,11 +379,10 @@ mod tests {
             "{written}"
         );
         assert!(!written.contains("old"), "{written}");
-        assert!(
-            written.contains("match = { task = \"find \\\\*\" }"),
-            "{written}"
-        );
         let doc: DocumentMut = written.parse().unwrap();
         assert_eq!(doc["reply"].as_array_of_tables().unwrap().len(), 2);
+        let stubs = doc["stub"].as_array_of_tables().unwrap();
+        let task = stubs.get(0).unwrap()["match"]["task"].as_str();
+        assert_eq!(task, Some("find \\*"), "the glob is escaped: {written}");
     }
 }
