@@ -136,7 +136,11 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.junit {
         let xml = junit::document(&outcome.summary, &outcome.results);
-        if let Err(e) = std::fs::write(path, xml) {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let written = parent
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, xml));
+        if let Err(e) = written {
             eprintln!("error: cannot write `{}`: {e}", path.display());
             return Ok(ExitCode::FAILURE);
         }
