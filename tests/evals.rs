@@ -297,6 +297,23 @@ fn exit_codes_and_usage_errors() {
             "error: no eval case has the tag `filez`: did you mean `files`?\n"
         )
     );
+    let judge = run_in(tmp.path(), &["eval", "--judge-model", "scripted:nope.yaml"]);
+    assert_eq!(judge.code, 2);
+    assert!(
+        judge.stderr.starts_with(
+            "error: --judge-model scripted:nope.yaml: cannot read the scripted replies"
+        ),
+        "{}",
+        judge.stderr
+    );
+    let model = run_in(tmp.path(), &["eval", "--model", "nowhere/x"]);
+    assert_eq!(model.code, 2);
+    assert!(
+        model.stderr.contains("unknown provider `nowhere`"),
+        "{}",
+        model.stderr
+    );
+    assert!(!tmp.path().join(".eve/evals").exists(), "nothing ran");
     let missing = run_in(tmp.path(), &["eval", "nowhere/"]);
     assert_eq!(missing.code, 2, "{}", missing.stderr);
     let none = tempfile::tempdir().unwrap();

@@ -53,6 +53,23 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             render::join_path(&base, "evals/<name>.toml")
         ));
     }
+    // A model flag that cannot be used is a usage error, found before any case runs.
+    let cwd = std::env::current_dir()?;
+    for (flag, model) in [
+        ("--model", &args.model),
+        ("--judge-model", &args.judge_model),
+    ] {
+        if let Some(model) = model
+            && let Err(e) = crate::providers::resolve(
+                model,
+                &manifest.agent.providers,
+                &cwd,
+                &crate::secrets::var,
+            )
+        {
+            return usage(&format!("{flag} {model}: {e}"));
+        }
+    }
     let mut out = std::io::stdout().lock();
     if args.list {
         list(&mut out, &cases, args.format)?;
