@@ -36,6 +36,7 @@ pub struct EvalArgs {
     #[arg(default_value = ".")]
     pub dir: PathBuf,
     /// Run only the cases whose id contains FILTER, or matches it when it has `*`, `?` or `[`
+    #[arg(value_name = "FILTER")]
     pub filters: Vec<String>,
     /// Cases run at once (default: the number of CPUs)
     #[arg(long, short, value_parser = clap::value_parser!(u32).range(1..))]
