@@ -346,6 +346,7 @@ fn resume_benchmark(dir: &Path) {
             asker: None,
             approve_all: false,
             sandbox: None,
+            stubs: None,
         };
         let (emitter, mut rx) = eve::harness::Emitter::channel();
         let mut harness =

@@ -31,6 +31,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print eve's man page (roff) on stdout
     Man,
+    /// Run an agent's eval cases (evals/**/*.toml) and check what each expects
+    Eval(EvalArgs),
 }
 
 /// Arguments of `eve completions`.
@@ -50,6 +52,62 @@ pub struct DoctorArgs {
     /// The workspace the agent would run in (default: `[workspace] root`)
     #[arg(long, short = 'w')]
     pub workspace: Option<PathBuf>,
+}
+
+/// Arguments of `eve eval`.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// The agent directory
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Run only the cases whose id contains FILTER, or matches it when it has `*`, `?` or `[`
+    #[arg(value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Cases run at once (default: the number of CPUs)
+    #[arg(long, short, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Run every case on this model (provider/model-id or scripted:<file>), replies or not
+    #[arg(long, short)]
+    pub model: Option<String>,
+    /// Run only the cases with this tag (repeatable: any of them)
+    #[arg(long, value_name = "TAG")]
+    pub tag: Vec<String>,
+    /// List the cases instead of running them
+    #[arg(long)]
+    pub list: bool,
+    /// Run each case N times (a case's `pass` keeps its share of runs that must pass)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: Option<u32>,
+    /// Soft failures (a judge without `gate`) fail their case
+    #[arg(long)]
+    pub strict: bool,
+    /// What to print on stdout
+    #[arg(long, value_enum, default_value_t = EvalFormat::Human)]
+    pub format: EvalFormat,
+    /// Also write the results as JUnit XML to FILE
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Keep each run's temporary workspace and print where it is
+    #[arg(long)]
+    pub keep: bool,
+    /// Run each case once on a real model and write what it said into the case as [[reply]]
+    #[arg(long, conflicts_with_all = ["repeat", "list"])]
+    pub record: bool,
+    /// With --record: also write every tool call's output as a [[stub]]
+    #[arg(long, requires = "record")]
+    pub record_stubs: bool,
+    /// The model that judges `judge` expectations (without it they are skipped)
+    #[arg(long, value_name = "MODEL")]
+    pub judge_model: Option<String>,
+}
+
+/// What `eve eval` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalFormat {
+    /// A line per case, the failures, a summary
+    Human,
+    /// One JSON object at the end: the summary and every case's result
+    Json,
 }
 
 /// Arguments of `eve dev`.

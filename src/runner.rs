@@ -253,6 +253,7 @@ pub fn prepare(
         asker: options.asker.clone(),
         approve_all: options.approve_all,
         sandbox,
+        stubs: None,
     };
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);

@@ -29,6 +29,7 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
         "instructions.md",
         "skills/summarize-folder.md",
         "tools/bash.toml",
+        "evals/summarize-folder.toml",
         ".gitignore",
     ] {
         assert!(tmp.path().join("demo").join(file).is_file(), "{file}");
@@ -46,7 +47,7 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     assert_eq!(lines.len(), 1, "exactly the summary line: {}", build.stderr);
     assert!(
         lines[0].starts_with(
-            "built `demo`: 12 tools, 1 skill, 0 subagents, sandbox workspace-write in "
+            "built `demo`: 12 tools, 1 skill, 0 subagents, 1 eval case, sandbox workspace-write in "
         ),
         "{}",
         lines[0]
@@ -154,9 +155,19 @@ fn example_agent_builds_cleanly_and_deterministically() {
         .map(|t| (t.name.as_str(), t.source))
         .collect();
     assert!(sources.contains(&("bash", eve::manifest::ToolSource::Override)));
+    let web_fetch = manifest
+        .tools
+        .iter()
+        .find(|t| t.name == "web_fetch")
+        .unwrap();
+    assert_eq!(
+        web_fetch.approval,
+        eve::manifest::Approval::Always,
+        "a person approves every fetch"
+    );
     assert!(
-        !sources.iter().any(|(n, _)| *n == "web_fetch"),
-        "web_fetch is disabled"
+        !sources.iter().any(|(n, _)| *n == "web_search"),
+        "web_search is disabled"
     );
     assert!(
         manifest

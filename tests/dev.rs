@@ -171,3 +171,47 @@ fn edits_between_turns_reload_and_a_broken_build_keeps_the_last_good_one() {
     // The temporary file alone never triggered a reload of its own.
     assert_eq!(stderr.matches("↻ reloaded").count(), 2, "{stderr}");
 }
+
+#[test]
+fn slash_eval_runs_the_cases_on_the_current_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("checker");
+    copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/evals/passing"),
+        &dir,
+    );
+    std::fs::write(dir.join("replies.yaml"), "- text: hi\n").unwrap();
+    let mut dev = Dev::start(&dir, &tmp.path().join("log.ndjson"));
+    dev.wait_for("eve dev:", 1);
+    dev.send("/eval repl");
+    dev.wait_for("1 case: 1 passed, 0 failed", 1);
+    assert!(dev.stderr().contains("✓ reply"), "{}", dev.stderr());
+    dev.send("/eval nothing-like-it");
+    dev.wait_for("no eval case matches `nothing-like-it`", 1);
+    let case = dir.join("evals/events.toml");
+    let text = std::fs::read_to_string(&case).unwrap();
+    std::fs::write(&case, text.replace("name = \"glob\"", "name = \"glb\"")).unwrap();
+    dev.wait_for("✗ build failed: still using the last good build", 1);
+    dev.send("/eval");
+    dev.wait_for("✗ the eval cases have errors", 1);
+    assert!(
+        dev.stderr().contains("did you mean `glob`?"),
+        "{}",
+        dev.stderr()
+    );
+    dev.send("/quit");
+    assert!(dev.child.wait().unwrap().success());
+}
+
+fn copy(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let target = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

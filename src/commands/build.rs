@@ -44,8 +44,13 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     compiler::write_manifest(&args.dir, &manifest)?;
     if args.format == Format::Human {
         let elapsed = started.elapsed();
+        let evals = if build.evals.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", plural(build.evals.len(), "eval case"))
+        };
         eprintln!(
-            "built `{}`: {}, {}, {}, sandbox {} in {:.1} ms → {}",
+            "built `{}`: {}, {}, {}{evals}, sandbox {} in {:.1} ms → {}",
             manifest.agent.name,
             plural(manifest.tools.len(), "tool"),
             plural(manifest.skills.len(), "skill"),

@@ -24,6 +24,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         "tools/bash.toml",
         include_str!("../../templates/tools/bash.toml"),
     ),
+    (
+        "evals/summarize-folder.toml",
+        include_str!("../../templates/evals/summarize-folder.toml"),
+    ),
     (".gitignore", include_str!("../../templates/gitignore")),
 ];
 
@@ -80,7 +84,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
         format!(" {}", crate::text::shell_word(&shown))
     };
     eprintln!(
-        "\nnext:\n  eve run{arg} \"…\"   # one task (set the model's API key first)\n  eve dev{arg}       # talk to it while you edit its files"
+        "\nnext:\n  eve run{arg} \"…\"   # one task (set the model's API key first)\n  eve dev{arg}       # talk to it while you edit its files\n  eve eval{arg}      # run its eval cases (offline: the model is scripted)"
     );
     Ok(ExitCode::SUCCESS)
 }

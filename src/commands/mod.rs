@@ -3,6 +3,7 @@
 mod build;
 mod dev;
 mod doctor;
+mod eval;
 mod init;
 mod run;
 mod sessions;
@@ -41,6 +42,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => {
             isolate_secrets(&args.dir);
             dev::run(&args)
+        }
+        Command::Eval(args) => {
+            let args = eval::split_positionals(args);
+            isolate_secrets(&args.dir);
+            eval::run(&args)
         }
     }
 }

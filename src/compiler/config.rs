@@ -614,7 +614,7 @@ fn read_provider(
 }
 
 /// Validates a model reference; returns its canonical text and wire protocol.
-fn check_model(
+pub(super) fn check_model(
     toml: &TomlFile,
     model: &Spanned<String>,
     providers: &BTreeMap<String, Provider>,

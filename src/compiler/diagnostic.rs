@@ -75,6 +75,17 @@ pub mod code {
     pub const INVALID_SUBAGENT_NAME: &str = "E0503";
     pub const SUBAGENTS_TOO_DEEP: &str = "E0504";
     pub const NOT_A_SUBAGENT: &str = "W0505";
+
+    pub const INVALID_EVAL_NAME: &str = "E0701";
+    pub const UNKNOWN_EVAL_TOOL: &str = "E0702";
+    pub const UNKNOWN_EVAL_SKILL: &str = "E0703";
+    pub const UNKNOWN_EVAL_SUBAGENT: &str = "E0704";
+    pub const EVAL_REPLY_SCHEMA: &str = "E0705";
+    pub const EVAL_TURNS: &str = "E0706";
+    pub const EVAL_WORKSPACE: &str = "E0707";
+    pub const EVAL_PATTERN: &str = "E0708";
+    pub const EVAL_STUB: &str = "E0709";
+    pub const EVAL_NEVER_HOLDS: &str = "W0710";
 }
 
 /// One problem found in an agent directory.

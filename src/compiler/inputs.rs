@@ -88,6 +88,9 @@ pub struct AgentFiles {
     pub tools: Vec<Loaded>,
     pub skills: Vec<SkillFile>,
     pub subagents: Vec<SubagentDir>,
+    /// The eval cases, `evals/**/*.toml` (the top agent's only). They test the agent and
+    /// are not part of it, so they are not in the hash.
+    pub evals: Vec<Loaded>,
     /// Files that could not be read and entries that are not what their folder expects.
     pub problems: Vec<Diagnostic>,
     /// SHA-256 over every path and content read, and eve's version.
@@ -127,6 +130,11 @@ impl AgentFiles {
         let tools = loader.tools();
         let skills = loader.skills();
         let subagents = loader.subagents(depth);
+        let evals = if depth == 0 {
+            loader.evals("evals")
+        } else {
+            Vec::new()
+        };
 
         let Loader {
             mut hasher,
@@ -146,6 +154,7 @@ impl AgentFiles {
             tools,
             skills,
             subagents,
+            evals,
             problems,
             hash: format!("sha256:{}", hex(&hasher.finalize())),
         }
@@ -479,6 +488,35 @@ impl Loader {
             );
         }
         resources
+    }
+
+    /// The `*.toml` files below `rel`, in path order. Other files are the cases' own
+    /// (workspace folders, notes) and are left alone, and so are folders whose name starts
+    /// with `_`, where workspace folders holding TOML files of their own can live.
+    fn evals(&mut self, rel: &str) -> Vec<Loaded> {
+        let mut out = Vec::new();
+        for (name, kind) in self.list(rel).unwrap_or_default() {
+            let inner = format!("{rel}/{name}");
+            match kind {
+                EntryKind::Dir if !name.starts_with('_') => out.extend(self.evals(&inner)),
+                EntryKind::File if name.ends_with(".toml") => {
+                    if let Some((link, message)) = self.escape(&inner) {
+                        self.problem(&link, code::UNREADABLE, message);
+                        continue;
+                    }
+                    match read_text(&self.root.join(&inner)) {
+                        Ok(text) => out.push(Loaded {
+                            path: inner.clone(),
+                            display: self.display(&inner),
+                            text,
+                        }),
+                        Err(message) => self.problem(&inner, code::UNREADABLE, message),
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
     }
 
     fn subagents(&mut self, depth: usize) -> Vec<SubagentDir> {

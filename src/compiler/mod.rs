@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod diagnostic;
+pub mod evals;
 pub mod inputs;
 pub mod instructions;
 pub mod render;
@@ -29,6 +30,8 @@ pub const SUBAGENT_TIMEOUT_SECS: u64 = 3600;
 pub struct Build {
     /// Present when there were no errors.
     pub manifest: Option<Manifest>,
+    /// The eval cases of `evals/`, checked against the manifest.
+    pub evals: Vec<crate::manifest::eval::Case>,
     pub diagnostics: Diagnostics,
 }
 
@@ -51,13 +54,59 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
         &mut diagnostics,
     );
     keys.check(&mut diagnostics);
+    let evals = match &manifest {
+        Some(manifest) => evals::compile(
+            &files.evals,
+            manifest,
+            &files.root,
+            &files.boundary,
+            &mut diagnostics,
+        ),
+        None => Vec::new(),
+    };
     diagnostics.sort();
     diagnostics.cap(diagnostic::MAX_PER_CODE_AND_FILE);
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
     Build {
+        evals: if manifest.is_some() {
+            evals
+        } else {
+            Vec::new()
+        },
         manifest,
         diagnostics,
     }
+}
+
+/// Compiles the eval cases of the agent directory at `dir` against `manifest` (a build
+/// already made, like the active one in `eve dev`).
+pub fn compile_evals(
+    dir: &Path,
+    manifest: &Manifest,
+) -> (Vec<crate::manifest::eval::Case>, Diagnostics) {
+    let files = AgentFiles::load(dir);
+    let mut diagnostics = Diagnostics::default();
+    diagnostics.extend(
+        files
+            .problems
+            .iter()
+            .filter(|d| d.file.as_deref().is_some_and(|f| f.starts_with("evals/")))
+            .cloned(),
+    );
+    let cases = evals::compile(
+        &files.evals,
+        manifest,
+        &files.root,
+        &files.boundary,
+        &mut diagnostics,
+    );
+    diagnostics.sort();
+    let cases = if diagnostics.has_errors() {
+        Vec::new()
+    } else {
+        cases
+    };
+    (cases, diagnostics)
 }
 
 /// The agent name a directory gets by default: its folder name.

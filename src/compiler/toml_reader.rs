@@ -51,6 +51,7 @@ impl TomlFile {
             path: String::new(),
             seen: Vec::new(),
             all_known: false,
+            span: None,
         }
     }
 
@@ -67,6 +68,11 @@ impl TomlFile {
         self.report(Diagnostic::error(code, message).at(&self.src, span));
     }
 
+    /// How many errors were reported so far.
+    pub fn error_count(&self) -> usize {
+        self.diags.borrow().error_count()
+    }
+
     pub fn into_diagnostics(self) -> Diagnostics {
         self.diags.into_inner()
     }
@@ -81,11 +87,84 @@ pub struct TableReader<'a> {
     seen: Vec<&'static str>,
     /// Set once every entry was taken with [`TableReader::entries`].
     all_known: bool,
+    /// Where the table was written (an inline table, a `[[…]]` header); `None` at the root.
+    span: Option<Range<usize>>,
 }
 
 impl<'a> TableReader<'a> {
     pub fn file(&self) -> &'a TomlFile {
         self.file
+    }
+
+    /// Where the table was written, if known.
+    pub fn span(&self) -> Option<Range<usize>> {
+        self.span.clone()
+    }
+
+    /// The dotted path of this table, for messages (`""` at the root).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The whole table as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        table_to_json(self.table)
+    }
+
+    fn child(&self, path: String, table: &'a dyn TableLike, span: Option<Range<usize>>) -> Self {
+        TableReader {
+            file: self.file,
+            table,
+            path,
+            seen: Vec::new(),
+            all_known: false,
+            span,
+        }
+    }
+
+    /// The tables of an array of tables (`[[turn]]`) or of an array of inline tables
+    /// (`turn = [{…}]`), named `key[1]`, `key[2]`… in messages.
+    pub fn tables(&mut self, key: &'static str) -> Option<Vec<TableReader<'a>>> {
+        let item = self.item(key)?;
+        let name = |n: usize| format!("{}[{}]", self.key_path(key), n + 1);
+        match item {
+            Item::ArrayOfTables(array) => Some(
+                array
+                    .iter()
+                    .enumerate()
+                    .map(|(n, t)| self.child(name(n), t, t.span().or_else(|| self.key_span(key))))
+                    .collect(),
+            ),
+            Item::Value(Value::Array(array)) => {
+                let mut out = Vec::new();
+                for (n, value) in array.iter().enumerate() {
+                    match value.as_inline_table() {
+                        Some(t) => out.push(self.child(name(n), t, value.span())),
+                        None => self.file.error(
+                            code::WRONG_TYPE,
+                            format!(
+                                "`{}` must be an array of tables, found {} in it",
+                                self.key_path(key),
+                                describe_value(value)
+                            ),
+                            value.span(),
+                        ),
+                    }
+                }
+                Some(out)
+            }
+            _ => {
+                self.wrong_type(key, item, "an array of tables");
+                None
+            }
+        }
+    }
+
+    /// A reader over an inline table found as a value (in an array), named `path`.
+    pub fn value_table(&self, path: String, value: &'a Value) -> Option<TableReader<'a>> {
+        value
+            .as_inline_table()
+            .map(|t| self.child(path, t, value.span()))
     }
 
     /// The dotted path of `key` inside this table, for messages.
@@ -122,7 +201,7 @@ impl<'a> TableReader<'a> {
         item.span().or_else(|| self.key_span(key))
     }
 
-    fn wrong_type(&self, key: &str, item: &Item, expected: &str) {
+    pub fn wrong_type(&self, key: &str, item: &Item, expected: &str) {
         self.file.error(
             code::WRONG_TYPE,
             format!(
@@ -242,13 +321,11 @@ impl<'a> TableReader<'a> {
     /// A nested table under a key only known at run time (like `[providers.NAME]`).
     pub fn nested(&self, key: &str, item: &'a Item) -> Option<TableReader<'a>> {
         match item.as_table_like() {
-            Some(table) => Some(TableReader {
-                file: self.file,
+            Some(table) => Some(self.child(
+                self.key_path(key),
                 table,
-                path: self.key_path(key),
-                seen: Vec::new(),
-                all_known: false,
-            }),
+                item.span().or_else(|| self.key_span(key)),
+            )),
             None => {
                 self.wrong_type(key, item, "a table");
                 None
@@ -311,7 +388,7 @@ pub fn list(names: &[&str]) -> String {
         .join(", ")
 }
 
-fn describe(item: &Item) -> &'static str {
+pub fn describe(item: &Item) -> &'static str {
     match item {
         Item::Value(v) => describe_value(v),
         Item::Table(_) => "a table",
@@ -320,7 +397,7 @@ fn describe(item: &Item) -> &'static str {
     }
 }
 
-fn describe_value(value: &Value) -> &'static str {
+pub fn describe_value(value: &Value) -> &'static str {
     match value {
         Value::String(_) => "a string",
         Value::Integer(_) => "an integer",
@@ -353,7 +430,8 @@ fn table_to_json(table: &dyn TableLike) -> serde_json::Value {
     )
 }
 
-fn value_to_json(value: &Value) -> serde_json::Value {
+/// Converts a TOML value to JSON.
+pub fn value_to_json(value: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match value {
         Value::String(s) => J::String(s.value().clone()),

@@ -35,6 +35,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/new", "start a new session"),
     ("/session", "the session's id, turns and token usage"),
     ("/compact", "compact the session's history now"),
+    (
+        "/eval",
+        "run the agent's eval cases (all, or those matching FILTER…) on the current build",
+    ),
     ("/help", "this list"),
     ("/quit", "leave (Ctrl-D too)"),
 ];
@@ -349,6 +353,65 @@ impl Dev {
         let _ = std::io::stdout().flush();
     }
 
+    /// `/eval [FILTER…]`: the eval cases, checked against the build the next turn uses,
+    /// run as `eve eval` runs them; prints a line per case, the problems, the summary.
+    fn eval(&mut self, filters: &[String]) {
+        let manifest = self
+            .pending
+            .as_ref()
+            .map_or(&self.active, |(m, _)| m)
+            .clone();
+        let (cases, diagnostics) = compiler::compile_evals(&self.options.dir, &manifest);
+        eprint!(
+            "{}",
+            render::human_report(diagnostics.iter(), &self.base, false)
+        );
+        if diagnostics.has_errors() {
+            eprintln!("✗ the eval cases have errors: fix them, then /eval again");
+            return;
+        }
+        let cases = match crate::evals::select(cases, filters, &[]) {
+            Ok(cases) if cases.is_empty() => {
+                eprintln!(
+                    "no eval cases: add one as `{}`",
+                    render::join_path(&self.base, "evals/<name>.toml")
+                );
+                return;
+            }
+            Ok(cases) => cases,
+            Err(message) => {
+                eprintln!("{message}");
+                return;
+            }
+        };
+        let width = cases
+            .iter()
+            .map(|c| c.id.chars().count())
+            .max()
+            .unwrap_or(0);
+        let outcome = crate::evals::run(
+            &self.options.dir,
+            &manifest,
+            cases,
+            &crate::evals::Options::default(),
+            |case| eprintln!("{}", crate::evals::report::progress_line(case, width)),
+        );
+        match outcome {
+            Ok(outcome) => {
+                let failures = crate::evals::report::failures(&outcome.results);
+                if !failures.is_empty() {
+                    eprint!("{}", console::escape::for_terminal(&failures));
+                }
+                eprintln!("{}", crate::evals::report::summary_line(&outcome.summary));
+                eprintln!(
+                    "artifacts: {}",
+                    crate::evals::artifacts_path(&self.base, &outcome.summary).display()
+                );
+            }
+            Err(message) => eprintln!("error: {message}"),
+        }
+    }
+
     /// Runs a slash command; `false` means leave.
     fn command(&mut self, line: &str, runtime: &tokio::runtime::Runtime) -> bool {
         let name = line.split_whitespace().next().unwrap_or(line);
@@ -424,6 +487,14 @@ impl Dev {
                 } else {
                     self.turn(Action::Compact, runtime);
                 }
+            }
+            "/eval" => {
+                let filters: Vec<String> = line
+                    .split_whitespace()
+                    .skip(1)
+                    .map(str::to_string)
+                    .collect();
+                self.eval(&filters);
             }
             other => {
                 let names: Vec<&str> = COMMANDS.iter().map(|(c, _)| *c).collect();

@@ -32,6 +32,7 @@ use crate::protocol::{
 use crate::providers::Provider;
 use crate::providers::retry::RetryPolicy;
 use crate::tools::state::{SessionState, Stamp};
+use crate::tools::stub::Stubs;
 use crate::tools::{Registry, ToolOutput};
 
 pub use emitter::Emitter;
@@ -66,6 +67,8 @@ pub struct Setup {
     pub approve_all: bool,
     /// Confines the processes tools start; `None`: not confined.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// Tool effects replaced for this run (an eval case's stubs); child agents share them.
+    pub stubs: Option<Arc<Stubs>>,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.
@@ -113,12 +116,16 @@ impl Harness {
             (None, _) => emitter,
         };
         let can_ask = setup.asker.is_some() || (setup.depth == 0 && setup.journal.is_some());
-        let registry = Arc::new(Registry::for_provider(
+        let registry = Registry::for_provider(
             &setup.manifest,
             setup.provider.capabilities().hosted_web_search,
             can_ask,
             setup.sandbox.as_ref().and_then(|s| s.withheld.as_deref()),
-        ));
+        );
+        let registry = Arc::new(match &setup.stubs {
+            Some(stubs) => registry.with_stubs(stubs),
+            None => registry,
+        });
         let system = prompt::system_prompt(
             &setup.manifest,
             &registry,

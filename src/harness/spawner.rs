@@ -64,6 +64,7 @@ impl Spawner for ChildSpawner {
                 asker: self.setup.asker.clone(),
                 approve_all: self.setup.approve_all,
                 sandbox: self.setup.sandbox.clone(),
+                stubs: self.setup.stubs.clone(),
             };
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
             child.start();

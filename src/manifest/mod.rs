@@ -1,7 +1,9 @@
 //! The manifest: a compiled agent directory, everything a run needs (serde types).
 
 pub mod diff;
+pub mod eval;
 pub mod model;
+pub mod script;
 
 use std::collections::BTreeMap;
 

@@ -270,6 +270,31 @@ pub struct Unavailable {
     pub reason: String,
 }
 
+/// Every event `type`, in the order `docs/events.md` lists them.
+pub const EVENT_TYPES: &[&str] = &[
+    "session.started",
+    "turn.started",
+    "message.received",
+    "step.started",
+    "message.appended",
+    "reasoning.appended",
+    "actions.requested",
+    "action.result",
+    "input.requested",
+    "input.resolved",
+    "compaction.requested",
+    "compaction.completed",
+    "turn.waiting",
+    "turn.cancelled",
+    "step.completed",
+    "step.failed",
+    "turn.completed",
+    "turn.failed",
+    "session.waiting",
+    "session.completed",
+    "session.failed",
+];
+
 impl EventKind {
     /// The event's `type`.
     pub fn name(&self) -> &'static str {
@@ -326,6 +351,22 @@ mod tests {
         let back: Event = serde_json::from_value(json).unwrap();
         assert_eq!(back, event);
         assert_eq!(back.kind.name(), "step.started");
+    }
+
+    #[test]
+    fn every_event_type_is_listed() {
+        let source = include_str!("event.rs");
+        let start = source.find("fn name(&self)").unwrap();
+        let names: Vec<&str> = source[start..]
+            .split("=> \"")
+            .skip(1)
+            .map(|rest| &rest[..rest.find('"').unwrap()])
+            .take_while(|name| name.contains('.'))
+            .collect();
+        assert_eq!(names.len(), EVENT_TYPES.len(), "{names:?}");
+        for name in names {
+            assert!(EVENT_TYPES.contains(&name), "{name}");
+        }
     }
 
     #[test]

@@ -10,67 +10,13 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use serde::Deserialize;
-use serde_json::Value;
 
 use super::Provider;
 use super::error::ProviderError;
 use super::event::{FinishReason, StreamEvent, Usage};
 use super::request::{Message, ModelRequest};
 use super::stream::EventStream;
-
-/// One reply of the script: text and/or tool calls, or an injected error.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Reply {
-    #[serde(default)]
-    pub text: String,
-    #[serde(default)]
-    pub reasoning: String,
-    #[serde(default)]
-    pub tool_calls: Vec<ScriptedCall>,
-    pub usage: Option<ScriptedUsage>,
-    /// `stop`, `tool_use` or `max_tokens`; by default `tool_use` when there are tool calls, else `stop`.
-    pub finish: Option<String>,
-    pub error: Option<ScriptedError>,
-}
-
-/// A tool call in a reply.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScriptedCall {
-    pub id: Option<String>,
-    pub name: String,
-    #[serde(default = "empty_object")]
-    pub input: Value,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Default::default())
-}
-
-/// Token counts a reply reports; missing ones are estimated at 4 characters a token.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScriptedUsage {
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-/// An injected failure: the model call fails as an HTTP error with this status would.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScriptedError {
-    pub status: u16,
-    #[serde(default)]
-    pub body: String,
-    /// Seconds, as a `retry-after` header.
-    pub retry_after: Option<f64>,
-}
+pub use crate::manifest::script::{Reply, ScriptedCall, ScriptedError, ScriptedUsage};
 
 /// The scripted provider: each model call consumes the next reply.
 #[derive(Debug)]
@@ -97,6 +43,18 @@ impl ScriptedProvider {
             log: std::env::var_os("EVE_SCRIPTED_LOG").map(PathBuf::from),
             cursor_file: Mutex::new(None),
         })
+    }
+
+    /// A script already read and checked (an eval case's `[[reply]]` entries); `path`
+    /// names it in messages. Its requests are not logged and its place is not kept.
+    pub fn from_replies(path: &Path, replies: Vec<Reply>) -> ScriptedProvider {
+        ScriptedProvider {
+            path: path.to_path_buf(),
+            replies,
+            next: Mutex::new(0),
+            log: None,
+            cursor_file: Mutex::new(None),
+        }
     }
 
     /// How many replies the script has left.
@@ -146,35 +104,7 @@ impl ScriptedProvider {
 pub fn parse(text: &str) -> Result<Vec<Reply>, String> {
     let replies: Vec<Reply> = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
     for (n, reply) in replies.iter().enumerate() {
-        let at = format!("reply {}", n + 1);
-        if let Some(error) = &reply.error {
-            if !reply.text.is_empty() || !reply.tool_calls.is_empty() {
-                return Err(format!(
-                    "{at}: `error` cannot be combined with `text` or `tool_calls`"
-                ));
-            }
-            if !(400..600).contains(&error.status) {
-                return Err(format!(
-                    "{at}: error status {} is not an HTTP error status (400–599)",
-                    error.status
-                ));
-            }
-        }
-        for call in &reply.tool_calls {
-            if !call.input.is_object() {
-                return Err(format!(
-                    "{at}: the input of tool call `{}` must be a mapping",
-                    call.name
-                ));
-            }
-        }
-        if let Some(finish) = &reply.finish
-            && !matches!(finish.as_str(), "stop" | "tool_use" | "max_tokens")
-        {
-            return Err(format!(
-                "{at}: finish `{finish}` is not one of stop, tool_use, max_tokens"
-            ));
-        }
+        reply.check().map_err(|e| format!("reply {}: {e}", n + 1))?;
     }
     Ok(replies)
 }

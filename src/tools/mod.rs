@@ -14,6 +14,7 @@ pub mod process;
 pub mod registry;
 pub mod replace;
 pub mod state;
+pub mod stub;
 #[cfg(target_os = "linux")]
 mod supervisor;
 pub mod walk;

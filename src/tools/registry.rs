@@ -9,6 +9,7 @@ use super::builtin::Builtin;
 use super::builtin::agent::{AgentTool, Target, max_depth};
 use super::custom::command::CommandTool;
 use super::custom::http::HttpTool;
+use super::stub::{Stubbed, Stubs};
 use super::{ToolContext, ToolExec, ToolOutput};
 use crate::manifest::{self, Approval, Executor};
 use crate::protocol::{InputKind, ToolCall, ToolKind, ToolSpec, Unavailable};
@@ -141,6 +142,21 @@ impl Registry {
             entries,
             unavailable,
         }
+    }
+
+    /// Puts the tools `stubs` covers behind them: a matching call gets the stub's outcome,
+    /// after the same checks and approvals as a real call.
+    pub fn with_stubs(mut self, stubs: &Arc<Stubs>) -> Registry {
+        for entry in &mut self.entries {
+            if stubs.covers(&entry.spec.name) {
+                entry.exec = Arc::new(Stubbed {
+                    tool: entry.spec.name.clone(),
+                    real: entry.exec.clone(),
+                    stubs: stubs.clone(),
+                });
+            }
+        }
+        self
     }
 
     /// The tools offered to the model, in manifest order.
