@@ -13,6 +13,11 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// Anything but a regular file (a FIFO, a socket, a device) is refused by its type and
 /// opened without blocking, so a FIFO planted in the agent directory cannot hang a build.
 pub fn read_text(path: &Path) -> Result<String, String> {
+    read_text_meta(path).map(|(text, _)| text)
+}
+
+/// [`read_text`], with the metadata of the file that was read (taken from the open file).
+pub fn read_text_meta(path: &Path) -> Result<(String, fs::Metadata), String> {
     let describe = |e: std::io::Error| match e.raw_os_error() {
         Some(libc::ELOOP) => "symbolic link loop".to_string(),
         _ => format!("cannot read: {e}"),
@@ -47,15 +52,17 @@ pub fn read_text(path: &Path) -> Result<String, String> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!("file is too large (over {MAX_FILE_BYTES} bytes)"));
     }
-    String::from_utf8(bytes).map_err(|e| {
-        let offset = e.utf8_error().valid_up_to();
-        let line = e.as_bytes()[..offset]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1;
-        format!("file is not valid UTF-8 (line {line}, byte {offset})")
-    })
+    String::from_utf8(bytes)
+        .map(|text| (text, opened))
+        .map_err(|e| {
+            let offset = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..offset]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1;
+            format!("file is not valid UTF-8 (line {line}, byte {offset})")
+        })
 }
 
 #[cfg(unix)]

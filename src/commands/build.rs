@@ -13,12 +13,13 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: `{base}` is not a folder");
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
-    let build = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
+    let build = compiler::build(&args.dir, &crate::tools::builtin::CATALOG);
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
     match args.format {
         Format::Json => println!("{}", render::json(&diagnostics, &base)),
         Format::Human => eprint!("{}", render::human_report(&diagnostics, &base, false)),
     }
+    let cached = build.cached;
     let Some(manifest) = build.manifest else {
         if args.format == Format::Human {
             eprintln!(
@@ -41,13 +42,15 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         }
         crate::review::accept(&args.dir)?;
     }
-    compiler::write_manifest(&args.dir, &manifest)?;
+    if !cached {
+        compiler::write_manifest(&args.dir, &manifest)?;
+    }
     if args.format == Format::Human {
         let elapsed = started.elapsed();
-        let evals = if build.evals.is_empty() {
+        let evals = if build.eval_count == 0 {
             String::new()
         } else {
-            format!(", {}", plural(build.evals.len(), "eval case"))
+            format!(", {}", plural(build.eval_count, "eval case"))
         };
         eprintln!(
             "built `{}`: {}, {}, {}{evals}, sandbox {} in {:.1} ms → {}",

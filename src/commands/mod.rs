@@ -61,7 +61,7 @@ fn print_all(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 /// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's
 /// environment (see [`crate::secrets`]).
 fn isolate_secrets(dir: &std::path::Path) {
-    let known = || match crate::compiler::compile(dir, &crate::tools::builtin::CATALOG).manifest {
+    let known = || match crate::compiler::build(dir, &crate::tools::builtin::CATALOG).manifest {
         Some(manifest) => crate::providers::key_variables(&manifest),
         None => crate::providers::key_variables_builtin(),
     };

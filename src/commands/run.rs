@@ -70,11 +70,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return fail(&mut console, error);
     }
 
-    let build = compiler::compile(&dir, &crate::tools::builtin::CATALOG);
+    let build = compiler::build(&dir, &crate::tools::builtin::CATALOG);
     eprint!(
         "{}",
         render::human_report(build.diagnostics.iter(), &base, args.quiet)
     );
+    let cached = build.cached;
     let Some(manifest) = build.manifest else {
         return fail(
             &mut console,
@@ -101,7 +102,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         crate::review::accept(&dir)?;
     }
-    compiler::write_manifest(&dir, &manifest)?;
+    if !cached {
+        compiler::write_manifest(&dir, &manifest)?;
+    }
     let ran = manifest.clone();
 
     let action = match (resolution, args.compact) {

@@ -374,7 +374,7 @@ fn read_sandbox(table: &mut TableReader<'_>, sandbox: &mut Sandbox, workspace: &
                 );
                 continue;
             }
-            if !std::path::Path::new(workspace).join(path).is_dir() {
+            if !super::cache::is_dir(&std::path::Path::new(workspace).join(path)) {
                 toml.report(
                     Diagnostic::error(
                         code::WRITABLE_NOT_FOUND,
@@ -635,7 +635,7 @@ pub(super) fn check_model(
         }
     };
     if let ModelRef::Scripted { path } = &parsed {
-        if !agent_dir.join(path).is_file() {
+        if !super::cache::is_file(&agent_dir.join(path)) {
             toml.report(
                 Diagnostic::error(
                     code::INVALID_MODEL,

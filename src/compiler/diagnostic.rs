@@ -86,6 +86,78 @@ pub mod code {
     pub const EVAL_PATTERN: &str = "E0708";
     pub const EVAL_STUB: &str = "E0709";
     pub const EVAL_NEVER_HOLDS: &str = "W0710";
+
+    /// Every code above, to find a code again from its text (the build cache keeps it).
+    pub const ALL: &[&str] = &[
+        UNREADABLE,
+        TOML_SYNTAX,
+        UNKNOWN_KEY,
+        WRONG_TYPE,
+        OUT_OF_RANGE,
+        INVALID_VALUE,
+        MISSING_KEY,
+        MISSING_AGENT_TOML,
+        INVALID_MODEL,
+        UNKNOWN_PROVIDER,
+        WRITABLE_NOT_FOUND,
+        SUBAGENT_SANDBOX,
+        CREDENTIALS_IN_URL,
+        UNKNOWN_TOOL,
+        INVALID_TOOL_SLUG,
+        DISABLED_WITH_KEYS,
+        INCOMPLETE_TOOL,
+        TWO_EXECUTORS,
+        INVALID_SCHEMA,
+        SCHEMA_NOT_OBJECT,
+        EMPTY_COMMAND,
+        TOOL_TEMPLATE,
+        UNKNOWN_APPROVAL,
+        UNKNOWN_SETTING,
+        NOT_A_TOOL_FILE,
+        NEAR_BUILTIN,
+        EMPTY_OVERRIDE,
+        TOOL_NOT_AVAILABLE,
+        INVALID_COMMAND_PATTERN,
+        MISSING_INSTRUCTIONS,
+        TEMPLATE_SYNTAX,
+        UNDEFINED_VARIABLE,
+        TEMPLATE_RENDER,
+        EMPTY_INSTRUCTIONS_DIR,
+        UNDECLARED_ENV,
+        KEY_IN_INSTRUCTIONS,
+        FRONTMATTER,
+        SKILL_NAME_MISMATCH,
+        INVALID_SKILL_NAME,
+        DESCRIPTION_TOO_LONG,
+        SKILL_WITHOUT_DESCRIPTION,
+        BROKEN_SKILL_LINK,
+        DUPLICATE_SKILL,
+        NOT_A_SKILL,
+        PACKAGE_WITHOUT_SKILL_MD,
+        LINK_LEAVES_AGENT,
+        UNKNOWN_PLACEHOLDER,
+        RESOURCE_SKIPPED,
+        SUBAGENT_WITHOUT_DESCRIPTION,
+        SUBAGENT_NAME_COLLISION,
+        INVALID_SUBAGENT_NAME,
+        SUBAGENTS_TOO_DEEP,
+        NOT_A_SUBAGENT,
+        INVALID_EVAL_NAME,
+        UNKNOWN_EVAL_TOOL,
+        UNKNOWN_EVAL_SKILL,
+        UNKNOWN_EVAL_SUBAGENT,
+        EVAL_REPLY_SCHEMA,
+        EVAL_TURNS,
+        EVAL_WORKSPACE,
+        EVAL_PATTERN,
+        EVAL_STUB,
+        EVAL_NEVER_HOLDS,
+    ];
+
+    /// The code with this text, if eve has it.
+    pub fn intern(text: &str) -> Option<&'static str> {
+        ALL.iter().copied().find(|c| *c == text)
+    }
 }
 
 /// One problem found in an agent directory.
@@ -384,5 +456,23 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(59_990), "59,990");
         assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn every_code_is_in_the_list_the_cache_looks_codes_up_in() {
+        let source = include_str!("diagnostic.rs");
+        let module = &source[source.find("pub mod code {").unwrap()..];
+        let module = &module[..module.find("pub const ALL").unwrap()];
+        let declared: Vec<&str> = module
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("pub const "))
+            .filter_map(|l| l.split('"').nth(1))
+            .collect();
+        assert!(declared.len() > 40, "{declared:?}");
+        for text in &declared {
+            assert_eq!(code::intern(text), Some(*text));
+        }
+        assert_eq!(code::ALL.len(), declared.len());
+        assert_eq!(code::intern("E9999"), None);
     }
 }

@@ -486,23 +486,24 @@ fn check_relative(path: &str) -> Result<(), &'static str> {
 fn resolve_from(from: &str, case_file: &str, agent: &Agent<'_>) -> Result<PathBuf, String> {
     let folder = Path::new(case_file).parent().unwrap_or(Path::new(""));
     let joined = agent.root.join(folder).join(from);
-    let real = joined
-        .canonicalize()
+    let real = super::cache::canonicalize(&joined)
         .map_err(|_| format!("workspace folder `{from}` does not exist"))?;
     if !real.starts_with(agent.boundary) {
         return Err(format!(
             "workspace folder `{from}` is outside the agent directory"
         ));
     }
-    if !real.is_dir() {
+    if !super::cache::is_dir(&real) {
         return Err(format!("workspace folder `{from}` is not a folder"));
     }
     for entry in walkdir::WalkDir::new(&real).follow_links(false) {
         let Ok(entry) = entry else { continue };
+        if entry.file_type().is_dir() {
+            // A link added inside shows as a change of its folder.
+            super::cache::is_dir(entry.path());
+        }
         if entry.path_is_symlink() {
-            let leads_in = entry
-                .path()
-                .canonicalize()
+            let leads_in = super::cache::canonicalize(entry.path())
                 .is_ok_and(|target| target.starts_with(&real));
             if !leads_in {
                 let inner = entry.path().strip_prefix(&real).unwrap_or(entry.path());

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use super::diagnostic::{Diagnostic, code};
 
+use super::cache;
 pub use crate::textfile::{MAX_FILE_BYTES, read_text};
 
 /// How deep subagents may nest inside subagents.
@@ -120,6 +121,8 @@ impl AgentFiles {
             hasher: Sha256::new(),
             problems: Vec::new(),
         };
+        // Its own listing: a first `tools/` or `instructions.md` shows as a change of it.
+        cache::is_dir(root);
         loader.hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
         loader
             .hasher
@@ -185,6 +188,7 @@ impl Loader {
     /// Reads `agent.toml` if it exists; one that exists but cannot be read is a problem.
     fn agent_toml(&mut self) -> AgentToml {
         let path = self.root.join("agent.toml");
+        cache::exists(&path);
         match fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => AgentToml::Missing,
             _ => self
@@ -199,8 +203,9 @@ impl Loader {
             return None;
         }
         let path = self.root.join(rel);
-        match read_text(&path) {
-            Ok(text) => {
+        match crate::textfile::read_text_meta(&path) {
+            Ok((text, meta)) => {
+                cache::note_meta(&path, &meta);
                 self.mark("file", rel);
                 self.hasher.update((text.len() as u64).to_le_bytes());
                 self.hasher.update(text.as_bytes());
@@ -211,6 +216,7 @@ impl Loader {
                 })
             }
             Err(message) => {
+                cache::note(&path, cache::Fingerprint::now(&path));
                 self.problem(rel, code::UNREADABLE, message);
                 None
             }
@@ -240,6 +246,7 @@ impl Loader {
             return None;
         }
         let dir = self.root.join(rel);
+        cache::is_dir(&dir);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
@@ -279,7 +286,12 @@ impl Loader {
                 continue;
             }
             // Follow symlinks: a link to a folder is a folder. A loop or a dangling link is a problem.
-            let kind = match fs::metadata(entry.path()) {
+            let meta = fs::metadata(entry.path());
+            cache::note(
+                &entry.path(),
+                meta.as_ref().ok().map(cache::Fingerprint::of),
+            );
+            let kind = match meta {
                 Ok(m) if m.is_dir() => EntryKind::Dir,
                 Ok(_) => EntryKind::File,
                 Err(e) => {
@@ -382,7 +394,7 @@ impl Loader {
                 }
                 EntryKind::Dir => {
                     let skill_md = format!("{rel}/SKILL.md");
-                    if !self.root.join(&skill_md).exists() {
+                    if !cache::exists(&self.root.join(&skill_md)) {
                         self.mark("other", &rel);
                         self.problem(
                             &rel,
@@ -437,6 +449,12 @@ impl Loader {
                 }
             });
         for entry in walk {
+            if let Ok(entry) = &entry {
+                match entry.metadata() {
+                    Ok(meta) => cache::note_meta(entry.path(), &meta),
+                    Err(_) => cache::note(entry.path(), None),
+                }
+            }
             match entry {
                 Ok(entry) if entry.file_type().is_file() => {
                     let Ok(inner) = entry.path().strip_prefix(&self.root) else {

@@ -1,5 +1,6 @@
 //! The compiler: an agent directory in, a validated manifest and diagnostics out.
 
+pub mod cache;
 pub mod config;
 pub mod diagnostic;
 pub mod evals;
@@ -30,9 +31,15 @@ pub const SUBAGENT_TIMEOUT_SECS: u64 = 3600;
 pub struct Build {
     /// Present when there were no errors.
     pub manifest: Option<Manifest>,
-    /// The eval cases of `evals/`, checked against the manifest.
+    /// The eval cases of `evals/`, checked against the manifest (empty when the build
+    /// came from the cache: [`compile`] gives them).
     pub evals: Vec<crate::manifest::eval::Case>,
+    /// How many eval cases there are.
+    pub eval_count: usize,
     pub diagnostics: Diagnostics,
+    /// Whether nothing changed since the last build, whose manifest this is (it is on
+    /// disk already).
+    pub cached: bool,
 }
 
 /// Where the manifest of an agent directory is written.
@@ -67,15 +74,52 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
     diagnostics.sort();
     diagnostics.cap(diagnostic::MAX_PER_CODE_AND_FILE);
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
+    let evals = if manifest.is_some() {
+        evals
+    } else {
+        Vec::new()
+    };
     Build {
-        evals: if manifest.is_some() {
-            evals
-        } else {
-            Vec::new()
-        },
+        eval_count: evals.len(),
+        evals,
         manifest,
         diagnostics,
+        cached: false,
     }
+}
+
+/// Builds the agent directory at `dir` like [`compile`], but when nothing the last build
+/// looked at has changed since (the build cache, `.eve/build-cache`), gives back that
+/// build's manifest (from `.eve/manifest.json`) and diagnostics without reading any
+/// input. A cold build records what it looks at for the next one. The manifest is
+/// written by the caller ([`write_manifest`]), except on a cache hit.
+pub fn build(dir: &Path, catalog: &Catalog) -> Build {
+    if let Some(hit) = cache::check(dir)
+        && let Some(manifest) = read_manifest(dir).filter(|m| m.inputs_hash == hit.inputs_hash)
+    {
+        return Build {
+            manifest: Some(manifest),
+            evals: Vec::new(),
+            eval_count: hit.eval_cases,
+            diagnostics: hit.diagnostics,
+            cached: true,
+        };
+    }
+    // `.eve/` first: creating it later would change the folder's own listing, which the
+    // cache records, and spoil the next check.
+    let _ = std::fs::create_dir_all(dir.join(".eve"));
+    let seen = std::sync::Arc::new(cache::Seen::default());
+    let build = cache::recording(&seen, || compile(dir, catalog));
+    if let Some(manifest) = &build.manifest {
+        cache::store(
+            dir,
+            &seen,
+            &manifest.inputs_hash,
+            &build.diagnostics,
+            build.eval_count,
+        );
+    }
+    build
 }
 
 /// Compiles the eval cases of the agent directory at `dir` against `manifest` (a build

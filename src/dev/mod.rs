@@ -78,8 +78,9 @@ struct Dev {
 /// Runs `eve dev` until `/quit` or the end of input; returns the exit code.
 pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let base = options.dir.to_string_lossy().into_owned();
-    let build = compiler::compile(&options.dir, &crate::tools::builtin::CATALOG);
+    let build = compiler::build(&options.dir, &crate::tools::builtin::CATALOG);
     print_diagnostics(&build, &base);
+    let build_cached = build.cached;
     let Some(active) = build.manifest else {
         eprintln!(
             "error: could not build `{}`: fix the errors above, then start eve dev again",
@@ -87,7 +88,9 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
         );
         return Ok(runner::exit::FAILED);
     };
-    compiler::write_manifest(&options.dir, &active)?;
+    if !build_cached {
+        compiler::write_manifest(&options.dir, &active)?;
+    }
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let session = if options.resume {
         store::latest(&options.dir)

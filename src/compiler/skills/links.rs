@@ -69,7 +69,7 @@ pub fn check(
             continue;
         };
         let shown = relative_to(&from_top, place.prefix);
-        let real = std::fs::canonicalize(place.boundary.join(&from_top));
+        let real = crate::compiler::cache::canonicalize(&place.boundary.join(&from_top));
         match real {
             Err(_) => {
                 let mut diagnostic = Diagnostic::warning(
