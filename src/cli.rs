@@ -25,6 +25,16 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Talk to an agent interactively while eve rebuilds it as you edit its files
     Dev(DevArgs),
+    /// Start each MCP server of an agent and list its tools as the model sees them
+    Connections(ConnectionsArgs),
+}
+
+/// Arguments of `eve connections`.
+#[derive(Debug, clap::Args)]
+pub struct ConnectionsArgs {
+    /// The agent directory
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
 }
 
 /// Arguments of `eve dev`.
@@ -113,6 +123,9 @@ pub struct BuildArgs {
     /// How to print diagnostics
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// List every connection's tools again, even when a cached listing is valid
+    #[arg(long)]
+    pub refresh: bool,
 }
 
 /// Arguments of `eve run`.

@@ -13,7 +13,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: `{base}` is not a folder");
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
-    let build = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
+    let build = crate::connections::build(&args.dir, args.refresh);
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
     match args.format {
         Format::Json => println!("{}", render::json(&diagnostics, &base)),
@@ -35,10 +35,23 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     compiler::write_manifest(&args.dir, &manifest)?;
     if args.format == Format::Human {
         let elapsed = started.elapsed();
+        let deferred = manifest.tools.iter().filter(|t| t.defer).count();
+        let tools = if deferred > 0 {
+            format!(
+                "{} ({deferred} deferred)",
+                plural(manifest.tools.len(), "tool")
+            )
+        } else {
+            plural(manifest.tools.len(), "tool")
+        };
+        let connections = if manifest.connections.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", plural(manifest.connections.len(), "connection"))
+        };
         eprintln!(
-            "built `{}`: {}, {}, {} in {:.1} ms → {}",
+            "built `{}`: {tools}, {}, {}{connections} in {:.1} ms → {}",
             manifest.agent.name,
-            plural(manifest.tools.len(), "tool"),
             plural(manifest.skills.len(), "skill"),
             plural(manifest.subagents.len(), "subagent"),
             elapsed.as_secs_f64() * 1000.0,

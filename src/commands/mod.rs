@@ -1,6 +1,7 @@
 //! Thin orchestration for each subcommand.
 
 mod build;
+mod connections;
 mod dev;
 mod init;
 mod run;
@@ -27,14 +28,20 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             isolate_secrets(&args.dir);
             dev::run(&args)
         }
+        Command::Connections(args) => connections::run(&args),
     }
 }
 
 /// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's
 /// environment (see [`crate::secrets`]).
 fn isolate_secrets(dir: &std::path::Path) {
+    // The variables connections read with `${VAR}` are secrets too.
     let known = || match crate::compiler::compile(dir, &crate::tools::builtin::CATALOG).manifest {
-        Some(manifest) => crate::providers::key_variables(&manifest),
+        Some(manifest) => {
+            let mut known = crate::providers::key_variables(&manifest);
+            known.extend(crate::connections::variables(&manifest));
+            known
+        }
         None => crate::providers::key_variables_builtin(),
     };
     if let Err(e) = crate::secrets::isolate(known) {

@@ -70,7 +70,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return fail(&mut console, error);
     }
 
-    let build = compiler::compile(&dir, &crate::tools::builtin::CATALOG);
+    let build = crate::connections::build(&dir, false);
     eprint!(
         "{}",
         render::human_report(build.diagnostics.iter(), &base, args.quiet)

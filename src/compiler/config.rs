@@ -442,7 +442,8 @@ pub fn api_of(model: &str, providers: &BTreeMap<String, Provider>) -> Option<Api
     }
 }
 
-fn is_env_name(name: &str) -> bool {
+/// Whether `name` is an environment variable name: a letter or `_`, then letters, digits, `_`.
+pub fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

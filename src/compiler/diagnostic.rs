@@ -66,6 +66,20 @@ pub mod code {
     pub const INVALID_SUBAGENT_NAME: &str = "E0503";
     pub const SUBAGENTS_TOO_DEEP: &str = "E0504";
     pub const NOT_A_SUBAGENT: &str = "W0505";
+
+    pub const INVALID_CONNECTION_NAME: &str = "E0701";
+    pub const CONNECTION_TRANSPORT: &str = "E0702";
+    pub const WRONG_TRANSPORT_KEY: &str = "E0703";
+    pub const INVALID_REFERENCE: &str = "E0704";
+    pub const NO_MATCHING_TOOL: &str = "E0705";
+    pub const UNKNOWN_CONNECTION_TOOL: &str = "E0706";
+    pub const SHORTENED_TOOL_NAME: &str = "W0707";
+    pub const TOOL_NAME_COLLISION: &str = "E0708";
+    pub const CONNECTION_NOT_LISTED: &str = "E0709";
+    pub const CONNECTION_UNREACHABLE: &str = "W0710";
+    pub const SERVER_TOOL_LEFT_OUT: &str = "W0711";
+    pub const INVALID_URL: &str = "E0712";
+    pub const NOT_A_CONNECTION_FILE: &str = "W0713";
 }
 
 /// One problem found in an agent directory.

@@ -65,6 +65,8 @@ pub struct AgentFiles {
     pub agent_toml: Option<Loaded>,
     pub instructions: InstructionFiles,
     pub tools: Vec<Loaded>,
+    /// `connections/<name>.toml`, in file-name order.
+    pub connections: Vec<Loaded>,
     pub skills: Vec<SkillFile>,
     pub subagents: Vec<SubagentDir>,
     /// Files that could not be read and entries that are not what their folder expects.
@@ -101,6 +103,7 @@ impl AgentFiles {
         let agent_toml = loader.read_optional("agent.toml");
         let instructions = loader.instructions();
         let tools = loader.tools();
+        let connections = loader.connections();
         let skills = loader.skills();
         let subagents = loader.subagents(depth);
 
@@ -119,6 +122,7 @@ impl AgentFiles {
             agent_toml,
             instructions,
             tools,
+            connections,
             skills,
             subagents,
             problems,
@@ -285,6 +289,27 @@ impl Loader {
             }
         }
         tools
+    }
+
+    fn connections(&mut self) -> Vec<Loaded> {
+        let mut connections = Vec::new();
+        for (name, kind) in self.list("connections") {
+            let rel = format!("connections/{name}");
+            if kind == EntryKind::File && name.ends_with(".toml") {
+                connections.extend(self.read(&rel));
+            } else {
+                self.mark("other", &rel);
+                self.problems.push(
+                    Diagnostic::warning(
+                        code::NOT_A_CONNECTION_FILE,
+                        format!("`{rel}` is not a connection file and is ignored"),
+                    )
+                    .file(self.display(&rel))
+                    .note("`connections/` holds one `<name>.toml` file per MCP server"),
+                );
+            }
+        }
+        connections
     }
 
     fn skills(&mut self) -> Vec<SkillFile> {

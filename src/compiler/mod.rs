@@ -1,9 +1,12 @@
 //! The compiler: an agent directory in, a validated manifest and diagnostics out.
 
 pub mod config;
+pub mod connection_tools;
+pub mod connections;
 pub mod diagnostic;
 pub mod inputs;
 pub mod instructions;
+pub mod listing;
 pub mod render;
 pub mod skills;
 pub mod source;
@@ -30,6 +33,8 @@ pub struct Build {
     /// Present when there were no errors.
     pub manifest: Option<Manifest>,
     pub diagnostics: Diagnostics,
+    /// The agent's connections as compiled, errors or not (`eve connections` shows them).
+    pub connections: Vec<crate::manifest::connection::Connection>,
 }
 
 /// Where the manifest of an agent directory is written.
@@ -37,16 +42,35 @@ pub fn manifest_path(dir: &Path) -> PathBuf {
     dir.join(".eve").join("manifest.json")
 }
 
-/// Compiles the agent directory at `dir` in memory, against the built-in tools of `catalog`.
+/// Compiles the agent directory at `dir` in memory, against the built-in tools of
+/// `catalog`, with the connections' cached listings only (no server starts).
 pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
+    compile_with(dir, catalog, listing::Options::default())
+}
+
+/// Compiles the agent directory at `dir`, listing the connections' tools as `options`
+/// say (a listing from a server is cached in `.eve/connections/`).
+pub fn compile_with(dir: &Path, catalog: &Catalog, options: listing::Options<'_>) -> Build {
     let files = AgentFiles::load(dir);
     let mut diagnostics = Diagnostics::default();
-    let manifest = compile_files(&files, agent_name(dir), None, catalog, &mut diagnostics);
+    let manifest = compile_files(
+        &files,
+        agent_name(dir),
+        None,
+        catalog,
+        options,
+        &mut diagnostics,
+    );
     diagnostics.sort();
+    let connections = manifest
+        .as_ref()
+        .map(|m| m.connections.clone())
+        .unwrap_or_default();
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
     Build {
         manifest,
         diagnostics,
+        connections,
     }
 }
 
@@ -64,6 +88,7 @@ fn compile_files(
     name: String,
     inherited: Option<&config::Inherited>,
     catalog: &Catalog,
+    options: listing::Options<'_>,
     diags: &mut Diagnostics,
 ) -> Option<Manifest> {
     diags.extend(files.problems.iter().cloned());
@@ -83,7 +108,34 @@ fn compile_files(
         diags,
     );
     let skills = skills::compile(&files.skills, &files.root, diags);
-    let mut tools = tools::compile(&files.tools, &config, !skills.is_empty(), catalog, diags);
+    let read = connections::read_all(&files.connections, diags);
+    let names: Vec<&str> = read.iter().map(|r| r.connection.name.as_str()).collect();
+    let compiled = tools::compile(
+        &files.tools,
+        &config,
+        !skills.is_empty(),
+        catalog,
+        &names,
+        read.iter().any(|r| r.connection.defer),
+        diags,
+    );
+    let mut tools = compiled.tools;
+    let workspace = std::path::absolute(&config.agent.workspace.root)
+        .unwrap_or_else(|_| PathBuf::from(&config.agent.workspace.root));
+    let wanted: Vec<&crate::manifest::connection::Connection> =
+        read.iter().map(|r| &r.connection).collect();
+    let known = listing::obtain(&files.root, &workspace, &wanted, options);
+    let mut routed = compiled.routed;
+    let mut connections = Vec::new();
+    for (read, known) in read.iter().zip(&known) {
+        let (mine, rest): (Vec<_>, Vec<_>) = routed
+            .into_iter()
+            .partition(|r| r.connection == read.connection.name);
+        routed = rest;
+        let (connection, offered) = connections::check(read, known, mine, diags);
+        tools.extend(offered);
+        connections.push(connection);
+    }
 
     let child_inherits = config::Inherited {
         model: config.agent.model.clone(),
@@ -91,11 +143,14 @@ fn compile_files(
     };
     let mut subagents = Vec::new();
     for dir in &files.subagents {
-        if let Some(subagent) = compile_subagent(dir, &child_inherits, &tools, catalog, diags) {
+        if let Some(subagent) =
+            compile_subagent(dir, &child_inherits, &tools, catalog, options, diags)
+        {
             subagents.push(subagent);
         }
     }
     tools.extend(subagents.iter().map(subagent_tool));
+    check_collisions(&tools, &connections, diags);
 
     let sample = instructions::Context {
         agent: instructions::AgentInfo {
@@ -140,8 +195,55 @@ fn compile_files(
         tools,
         skills,
         subagents,
+        connections,
         inputs_hash: files.hash.clone(),
     })
+}
+
+/// Two tools of one name: the model could call only one of them.
+fn check_collisions(
+    tools: &[Tool],
+    connections: &[crate::manifest::connection::Connection],
+    diags: &mut Diagnostics,
+) {
+    let source = |tool: &Tool| match &tool.executor {
+        Executor::Mcp {
+            connection,
+            tool: server,
+            ..
+        } => {
+            let file = connections
+                .iter()
+                .find(|c| &c.name == connection)
+                .map_or_else(String::new, |c| c.file.clone());
+            (
+                format!("tool `{server}` of connection `{connection}`"),
+                file,
+            )
+        }
+        Executor::Subagent { name } => (format!("subagent `{name}`"), format!("subagents/{name}")),
+        _ => (format!("tool `{}`", tool.name), String::new()),
+    };
+    let mut seen: BTreeMap<&str, &Tool> = BTreeMap::new();
+    for tool in tools {
+        let Some(first) = seen.get(tool.name.as_str()) else {
+            seen.insert(&tool.name, tool);
+            continue;
+        };
+        let (a, _) = source(first);
+        let (b, file) = source(tool);
+        let diagnostic = Diagnostic::error(
+            code::TOOL_NAME_COLLISION,
+            format!("two tools are named `{}`: {a} and {b}", tool.name),
+        )
+        .note("the model tells tools apart by name alone")
+        .help("rename a connection file, or leave one tool out with `block` in its `[tools]`");
+        diags.push(if file.is_empty() {
+            diagnostic
+        } else {
+            diagnostic.file(file)
+        });
+    }
 }
 
 fn compile_subagent(
@@ -149,6 +251,7 @@ fn compile_subagent(
     inherited: &config::Inherited,
     parent_tools: &[Tool],
     catalog: &Catalog,
+    options: listing::Options<'_>,
     diags: &mut Diagnostics,
 ) -> Option<Subagent> {
     let mut ok = true;
@@ -182,6 +285,7 @@ fn compile_subagent(
         dir.name.clone(),
         Some(inherited),
         catalog,
+        options,
         diags,
     )?;
     let description = manifest.agent.description.clone();
@@ -228,6 +332,7 @@ fn subagent_tool(subagent: &Subagent) -> Tool {
             name: subagent.name.clone(),
         },
         settings: BTreeMap::new(),
+        defer: false,
     }
 }
 

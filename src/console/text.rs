@@ -361,6 +361,7 @@ mod tests {
                 output: "a1 one\nb2 two\n".into(),
                 is_error: false,
                 duration_ms: 12,
+                connection: None,
             }));
             console.event(&event(EventKind::MessageAppended {
                 turn_id: "t".into(),
@@ -406,6 +407,7 @@ mod tests {
                 output: "x\u{202e}gnigats\u{1b}[31m".into(),
                 is_error: true,
                 duration_ms: 1,
+                connection: None,
             }));
         }
         let out = String::from_utf8(out).unwrap();

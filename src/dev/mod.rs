@@ -70,7 +70,7 @@ struct Dev {
 /// Runs `eve dev` until `/quit` or the end of input; returns the exit code.
 pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let base = options.dir.to_string_lossy().into_owned();
-    let build = compiler::compile(&options.dir, &crate::tools::builtin::CATALOG);
+    let build = crate::connections::build(&options.dir, false);
     print_diagnostics(&build, &base);
     let Some(active) = build.manifest else {
         eprintln!(
@@ -226,7 +226,7 @@ impl Dev {
     }
 
     fn rebuild(&mut self) {
-        let build = compiler::compile(&self.options.dir, &crate::tools::builtin::CATALOG);
+        let build = crate::connections::build(&self.options.dir, false);
         let current = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
         let decision = reload::decide(current, build);
         self.announce(decision);
@@ -353,7 +353,7 @@ impl Dev {
                 }
             }
             "/reload" => {
-                let build = compiler::compile(&self.options.dir, &crate::tools::builtin::CATALOG);
+                let build = crate::connections::build(&self.options.dir, false);
                 match reload::decide(&self.active, build) {
                     Reload::Unchanged => {
                         self.pending = None;

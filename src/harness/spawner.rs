@@ -49,6 +49,17 @@ impl Spawner for ChildSpawner {
                     )?;
                     (resolved.provider, resolved.model_id, resolved.reference)
                 };
+            // The `agent` tool's copy shares this agent's servers; a subagent has its own.
+            let (connections, own) = if agent_dir == self.setup.agent_dir {
+                (self.setup.connections.clone(), false)
+            } else {
+                let own = crate::connections::Connections::new(
+                    &manifest,
+                    &agent_dir,
+                    &self.setup.workspace,
+                );
+                (own, true)
+            };
             let setup = Setup {
                 max_steps: manifest.agent.limits.max_steps,
                 manifest,
@@ -63,11 +74,18 @@ impl Spawner for ChildSpawner {
                 journal: None,
                 asker: self.setup.asker.clone(),
                 approve_all: self.setup.approve_all,
+                connections,
             };
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
-            child.start();
-            let outcome = Box::pin(child.run_turn(task, cancel)).await;
+            let started = child.start().await;
+            let outcome = match started {
+                Ok(()) => Box::pin(child.run_turn(task, cancel)).await,
+                Err(error) => TurnOutcome::failed(error),
+            };
             child.finish(&outcome);
+            if own {
+                child.stop().await;
+            }
             Ok(outcome)
         }
         .boxed()
@@ -96,6 +114,7 @@ impl Harness {
                 setup: self.setup.clone(),
                 emitter: self.emitter.clone(),
             })),
+            catalog: Some(self.registry.clone()),
         }
     }
 }

@@ -23,6 +23,8 @@ pub use registry::Registry;
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Images for providers that take them in tool results (an MCP server's).
+    pub images: Vec<crate::protocol::Image>,
 }
 
 impl ToolOutput {
@@ -31,6 +33,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -39,6 +42,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }
@@ -63,6 +67,8 @@ pub struct ToolContext {
     pub read_roots: Arc<Vec<PathBuf>>,
     /// Starts child agents (the `agent` tool and subagents); `None` where none may start.
     pub spawner: Option<Arc<dyn Spawner>>,
+    /// The session's tools, for the tool catalog (`search_tools`, `call_tool`).
+    pub catalog: Option<Arc<Registry>>,
 }
 
 impl ToolContext {
@@ -77,6 +83,7 @@ impl ToolContext {
             depth: 0,
             read_roots: Arc::new(Vec::new()),
             spawner: None,
+            catalog: None,
         }
     }
 
