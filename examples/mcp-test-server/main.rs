@@ -28,14 +28,13 @@ pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42
 /// Appends a line to `MCP_TEST_LOG`.
 pub fn note(line: &str) {
     use std::io::Write;
-    if let Ok(path) = std::env::var("MCP_TEST_LOG") {
-        if let Ok(mut file) = std::fs::OpenOptions::new()
+    if let Ok(path) = std::env::var("MCP_TEST_LOG")
+        && let Ok(mut file) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-        {
-            let _ = writeln!(file, "{line}");
-        }
+    {
+        let _ = writeln!(file, "{line}");
     }
 }
 

@@ -214,12 +214,11 @@ fn read_agent(
                 );
             }
         }
-        if let Some(model) = compaction.string("model") {
-            if let Some((text, _)) =
+        if let Some(model) = compaction.string("model")
+            && let Some((text, _)) =
                 check_model(toml, &model, &agent.providers, &declared, agent_dir)
-            {
-                agent.compaction.model = Some(text);
-            }
+        {
+            agent.compaction.model = Some(text);
         }
         compaction.finish();
     }

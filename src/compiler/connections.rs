@@ -259,7 +259,7 @@ fn read_stdio(
         ok &= no_reference(toml, "cwd", cwd);
         ok &= super::tools::check_template(toml, "cwd", cwd, &["agent_dir", "workspace"]);
     }
-    let env = read_values(root, "env", |name| super::config::is_env_name(name));
+    let env = read_values(root, "env", super::config::is_env_name);
     if root.contains("headers") {
         toml.report(
             Diagnostic::error(
@@ -330,7 +330,7 @@ fn read_http(root: &mut TableReader<'_>, url: Spanned<String>) -> Option<Transpo
             && !RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str())
     });
     let headers = headers?;
-    ok.then(|| Transport::Http {
+    ok.then_some(Transport::Http {
         url: url.value,
         headers,
     })
@@ -435,19 +435,19 @@ fn check_pattern(toml: &TomlFile, key: &str, pattern: &Spanned<String>) -> bool 
         );
         return false;
     }
-    if pattern.value.contains(['*', '?', '[', '{']) {
-        if let Err(e) = globset::Glob::new(&pattern.value) {
-            toml.error(
-                code::INVALID_VALUE,
-                format!(
-                    "`{}` in `{key}` is not a valid pattern: {}",
-                    pattern.value,
-                    e.kind()
-                ),
-                pattern.span.clone(),
-            );
-            return false;
-        }
+    if pattern.value.contains(['*', '?', '[', '{'])
+        && let Err(e) = globset::Glob::new(&pattern.value)
+    {
+        toml.error(
+            code::INVALID_VALUE,
+            format!(
+                "`{}` in `{key}` is not a valid pattern: {}",
+                pattern.value,
+                e.kind()
+            ),
+            pattern.span.clone(),
+        );
+        return false;
     }
     true
 }

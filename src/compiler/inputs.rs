@@ -251,10 +251,11 @@ impl Loader {
             (false, true) => {
                 let mut parts = Vec::new();
                 for (name, kind) in self.list("instructions") {
-                    if kind == EntryKind::File && name.ends_with(".md") {
-                        if let Some(loaded) = self.read(&format!("instructions/{name}")) {
-                            parts.push(loaded);
-                        }
+                    if kind == EntryKind::File
+                        && name.ends_with(".md")
+                        && let Some(loaded) = self.read(&format!("instructions/{name}"))
+                    {
+                        parts.push(loaded);
                     }
                 }
                 InstructionFiles::Dir(parts)

@@ -210,22 +210,20 @@ fn check_part(
             ok = false;
         }
     }
-    if ok {
-        if let Err(e) = template.render(minijinja::Value::from(minijinja::value::Serde(sample))) {
-            let code = if e.kind() == minijinja::ErrorKind::UndefinedError {
-                code::UNDEFINED_VARIABLE
-            } else {
-                code::TEMPLATE_RENDER
-            };
-            diags.push(
-                Diagnostic::error(
-                    code,
-                    format!("template error: {}", e.detail().unwrap_or("cannot render")),
-                )
-                .at_line(src, e.line().unwrap_or(1), None),
-            );
-            ok = false;
-        }
+    if ok && let Err(e) = template.render(minijinja::Value::from(minijinja::value::Serde(sample))) {
+        let code = if e.kind() == minijinja::ErrorKind::UndefinedError {
+            code::UNDEFINED_VARIABLE
+        } else {
+            code::TEMPLATE_RENDER
+        };
+        diags.push(
+            Diagnostic::error(
+                code,
+                format!("template error: {}", e.detail().unwrap_or("cannot render")),
+            )
+            .at_line(src, e.line().unwrap_or(1), None),
+        );
+        ok = false;
     }
     ok
 }

@@ -134,22 +134,22 @@ fn compile_one(
         None => Frontmatter::default(),
     };
 
-    if let Some((declared, line)) = &front.name {
-        if declared != name {
-            diags.push(
-                Diagnostic::error(
-                    code::SKILL_NAME_MISMATCH,
-                    format!("skill `{name}` says its name is `{declared}`"),
-                )
-                .at_line(&src, *line, None)
-                .note("a skill's name comes from its path; `name` in the frontmatter must match it")
-                .help(format!(
-                    "write `name: {name}` or rename the {}",
-                    if packaged { "folder" } else { "file" }
-                )),
-            );
-            ok = false;
-        }
+    if let Some((declared, line)) = &front.name
+        && declared != name
+    {
+        diags.push(
+            Diagnostic::error(
+                code::SKILL_NAME_MISMATCH,
+                format!("skill `{name}` says its name is `{declared}`"),
+            )
+            .at_line(&src, *line, None)
+            .note("a skill's name comes from its path; `name` in the frontmatter must match it")
+            .help(format!(
+                "write `name: {name}` or rename the {}",
+                if packaged { "folder" } else { "file" }
+            )),
+        );
+        ok = false;
     }
 
     let description = match &front.description {
@@ -408,10 +408,10 @@ fn relative_target(dest: &str) -> Option<String> {
     }
     let scheme_end = dest.find(':');
     let path_start = dest.find(['/', '?', '#']);
-    if let Some(colon) = scheme_end {
-        if path_start.is_none_or(|p| colon < p) {
-            return None;
-        }
+    if let Some(colon) = scheme_end
+        && path_start.is_none_or(|p| colon < p)
+    {
+        return None;
     }
     let file = dest.split(['#', '?']).next().unwrap_or("");
     (!file.is_empty()).then(|| file.replace("%20", " "))

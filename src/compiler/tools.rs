@@ -150,9 +150,11 @@ pub fn compile(
             }
             continue;
         }
-        if let Some(over) = &over {
-            if over.is_empty && config.agent.default_tools {
-                diags.push(
+        if let Some(over) = &over
+            && over.is_empty
+            && config.agent.default_tools
+        {
+            diags.push(
                     Diagnostic::warning(
                         code::EMPTY_OVERRIDE,
                         format!("`{}` changes nothing", over.file),
@@ -160,7 +162,6 @@ pub fn compile(
                     .file(over.file.clone())
                     .help("set `description`, `approval`, `timeout_secs` or `[settings]`, `disabled = true`, or delete the file"),
                 );
-            }
         }
         tools.push(builtin_tool(builtin, over));
     }
@@ -528,20 +529,20 @@ fn read_custom(
         );
         ok = false;
     }
-    if catalog.find(slug).is_none() {
-        if let Some(near) = catalog.names().find(|b| suggest::one_edit_apart(slug, b)) {
-            toml.report(
-                Diagnostic::warning(
-                    code::NEAR_BUILTIN,
-                    format!("new tool `{slug}` is one letter away from the built-in `{near}`"),
-                )
-                .file(display)
-                .note("this file adds a new tool; it does not change the built-in")
-                .help(format!(
-                    "if you meant to change the built-in, rename the file to `tools/{near}.toml`"
-                )),
-            );
-        }
+    if catalog.find(slug).is_none()
+        && let Some(near) = catalog.names().find(|b| suggest::one_edit_apart(slug, b))
+    {
+        toml.report(
+            Diagnostic::warning(
+                code::NEAR_BUILTIN,
+                format!("new tool `{slug}` is one letter away from the built-in `{near}`"),
+            )
+            .file(display)
+            .note("this file adds a new tool; it does not change the built-in")
+            .help(format!(
+                "if you meant to change the built-in, rename the file to `tools/{near}.toml`"
+            )),
+        );
     }
     let executor = command.or(http);
     match (ok, description, schema, executor) {

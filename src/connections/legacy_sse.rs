@@ -89,10 +89,10 @@ pub async fn connect(
                     continue;
                 }
                 // A message that is not JSON-RPC is dropped; its request times out.
-                if let Ok(message) = serde_json::from_str::<ServerJsonRpcMessage>(&event.data) {
-                    if tx.send(message).await.is_err() {
-                        return;
-                    }
+                if let Ok(message) = serde_json::from_str::<ServerJsonRpcMessage>(&event.data)
+                    && tx.send(message).await.is_err()
+                {
+                    return;
                 }
             }
         }

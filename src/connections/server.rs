@@ -255,10 +255,10 @@ impl Server {
     /// Ends the session with the server and stops its process.
     pub async fn stop(&self) {
         let previous = std::mem::replace(&mut *self.state.lock().await, State::Stopped);
-        if let State::Running(client) = previous {
-            if let Ok(client) = Arc::try_unwrap(client) {
-                client.stop().await;
-            }
+        if let State::Running(client) = previous
+            && let Ok(client) = Arc::try_unwrap(client)
+        {
+            client.stop().await;
         }
     }
 }

@@ -57,7 +57,7 @@ impl Redactor {
             return;
         }
         self.values.push((value.to_string(), name.to_string()));
-        self.values.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.values.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
     }
 
     /// `text` with every secret value replaced by `[${NAME}]`.

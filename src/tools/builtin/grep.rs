@@ -242,11 +242,10 @@ async fn run(
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return;
                 }
-                if let Some(filter) = &filter {
-                    if !glob_matches(filter, &base, entry.path()) {
+                if let Some(filter) = &filter
+                    && !glob_matches(filter, &base, entry.path()) {
                         return;
                     }
-                }
                 search(worker, entry.into_path(), mode, cap);
             },
         );
