@@ -23,7 +23,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 /// A 1×1 transparent PNG.
-pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+pub const PNG: &str = include_str!("png.txt");
 
 /// Appends a line to `MCP_TEST_LOG`.
 pub fn note(line: &str) {
@@ -209,7 +209,7 @@ impl TestServer {
             "big" => CallToolResult::success(vec![ContentBlock::text("x".repeat(1024 * 1024))]),
             "meet" => {
                 let label = text("label");
-                note(&format!("start {label}"));
+                note(&format!("meet-start {label}"));
                 self.meeting.fetch_add(1, Ordering::SeqCst);
                 let mut met = false;
                 for _ in 0..500 {
@@ -219,7 +219,7 @@ impl TestServer {
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                note(&format!("end {label}"));
+                note(&format!("meet-end {label}"));
                 CallToolResult::success(vec![ContentBlock::text(if met { "met" } else { "alone" })])
             }
             "mark" => {
@@ -275,7 +275,7 @@ fn port_file(args: &[String], flag: &str) -> Option<String> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    note("start");
+    note(&format!("started {}", std::process::id()));
     let args: Vec<String> = std::env::args().collect();
     let mode = std::env::var("MCP_TEST_MODE").unwrap_or_default();
     eprintln!("mcp-test-server starting (mode `{mode}`)");

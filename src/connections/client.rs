@@ -82,7 +82,7 @@ pub enum CallError {
 pub struct Client {
     service: RunningService<RoleClient, Handler>,
     peer: Peer<RoleClient>,
-    process: Option<std::sync::Mutex<Process>>,
+    process: Option<tokio::sync::Mutex<Process>>,
     changed: Arc<AtomicBool>,
     pub secrets: Redactor,
     /// The server's name and version, as it said.
@@ -144,15 +144,20 @@ impl Client {
                 let service = match started {
                     Ok(Ok(service)) => service,
                     Ok(Err(e)) => {
-                        let why = exited(&mut process)
-                            .unwrap_or_else(|| one_line(&e.to_string(), &secrets));
+                        let why = match exited(&mut process).await {
+                            Some(exit) => exit,
+                            None => one_line(&e.to_string(), &secrets),
+                        };
+                        process.settle().await;
                         return Err(with_log(
                             &format!("the server did not start: {why}"),
                             &process,
                         ));
                     }
                     Err(_) => {
-                        let why = match exited(&mut process) {
+                        let exit = process.exit();
+                        process.settle().await;
+                        let why = match exit {
                             Some(exit) => format!("the server {exit} before it answered"),
                             None => {
                                 format!("the server did not answer within {} s", timeout.as_secs())
@@ -199,7 +204,7 @@ impl Client {
         Client {
             service,
             peer,
-            process: process.map(std::sync::Mutex::new),
+            process: process.map(tokio::sync::Mutex::new),
             changed,
             secrets,
             server,
@@ -295,17 +300,25 @@ impl Client {
     }
 
     /// Why the session is over, if it is: the process exited, or the stream closed.
-    pub fn ended(&self) -> Option<String> {
-        if let Some(process) = &self.process {
-            let mut process = crate::sync::lock(process);
-            if let Some(exit) = process.exit() {
-                return Some(with_log(&format!("the server {exit}"), &process));
-            }
-        }
-        (self.service.is_closed() || self.peer.is_transport_closed()).then(|| match &self.process {
-            Some(process) => with_log("the server closed its output", &crate::sync::lock(process)),
-            None => "the connection to the server closed".to_string(),
-        })
+    pub async fn ended(&self) -> Option<String> {
+        let closed = self.service.is_closed() || self.peer.is_transport_closed();
+        let Some(process) = &self.process else {
+            return closed.then(|| "the connection to the server closed".to_string());
+        };
+        let mut process = process.lock().await;
+        // A server whose output closed is usually exiting: give it a moment to say how.
+        let exit = if closed {
+            process.exit_within(Duration::from_secs(1)).await
+        } else {
+            process.exit()
+        };
+        let message = match (exit, closed) {
+            (Some(exit), _) => format!("the server {exit}"),
+            (None, true) => "the server closed its output".to_string(),
+            (None, false) => return None,
+        };
+        process.settle().await;
+        Some(with_log(&message, &process))
     }
 
     /// Ends the session: the transport closes (a stdio server sees its stdin end), then
@@ -313,10 +326,7 @@ impl Client {
     pub async fn stop(mut self) {
         let _ = tokio::time::timeout(Duration::from_millis(500), self.service.close()).await;
         if let Some(process) = self.process.take() {
-            let process = process
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            process.stop().await;
+            process.into_inner().stop().await;
         }
     }
 }
@@ -329,14 +339,36 @@ fn result_value(result: ServerResult) -> Result<Value, String> {
     }
 }
 
-/// An error from the server (or about it) as one bounded line, secrets removed.
+/// An error from the server (or about it) as one bounded line, secrets removed, and
+/// without the Rust type names rmcp puts in its transport errors.
 fn one_line(text: &str, secrets: &Redactor) -> String {
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    while let Some(start) = text.find("Transport [") {
+        let Some(end) = text[start..].find("] error: ") else {
+            break;
+        };
+        text.replace_range(start..start + end + "] error: ".len(), "");
+    }
     secrets.redact(&crate::text::shorten(&text, 300))
 }
 
-fn exited(process: &mut Process) -> Option<String> {
-    process.exit().map(|exit| format!("it {exit}"))
+/// What a refused streamable HTTP request said: its HTTP status, when there is one.
+fn refusal(error: &str) -> String {
+    match error.find("HTTP ") {
+        Some(at) if error[at + 5..].chars().take(3).all(|c| c.is_ascii_digit()) => {
+            let status = &error[at..];
+            let end = status.find([':', ',']).unwrap_or(status.len());
+            format!("it answered {}", status[..end].trim())
+        }
+        _ => crate::text::shorten(error, 160),
+    }
+}
+
+async fn exited(process: &mut Process) -> Option<String> {
+    process
+        .exit_within(Duration::from_secs(1))
+        .await
+        .map(|exit| format!("it {exit}"))
 }
 
 /// A message with the end of the server's log after it.
@@ -437,7 +469,7 @@ async fn start_http(
     let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
     let streamable = match handler.clone().serve(transport).await {
         Ok(service) => return Ok((service, "streamable HTTP")),
-        Err(e) => e.to_string(),
+        Err(e) => one_line(&e.to_string(), &Redactor::default()),
     };
     match super::legacy_sse::connect(client, url, headers).await {
         Ok(legacy) => handler
@@ -446,7 +478,25 @@ async fn start_http(
             .map(|service| (service, "HTTP+SSE"))
             .map_err(|e| format!("the HTTP+SSE server did not start a session: {e}")),
         Err(legacy) => Err(format!(
-            "the server refused streamable HTTP ({streamable}), and {legacy}"
+            "the server refused streamable HTTP ({}), and {legacy}",
+            refusal(&streamable)
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_lose_type_names_and_keep_the_status() {
+        let raw = "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::async_impl::client::Client>>] error: unexpected server response: HTTP 405 Method Not Allowed: , when send initialize request";
+        let line = one_line(raw, &Redactor::default());
+        assert_eq!(
+            line,
+            "Send message error unexpected server response: HTTP 405 Method Not Allowed: , when send initialize request"
+        );
+        assert_eq!(refusal(&line), "it answered HTTP 405 Method Not Allowed");
+        assert_eq!(refusal("connection refused"), "connection refused");
     }
 }

@@ -150,7 +150,7 @@ impl Server {
         let name = &self.spec.name;
         let mut state = self.state.lock().await;
         if let State::Running(client) = &*state {
-            match client.ended() {
+            match client.ended().await {
                 None => return Ok(client.clone()),
                 Some(why) => *state = State::Dead(why),
             }
@@ -214,6 +214,7 @@ impl Server {
             Err(CallError::Closed) => {
                 let why = client
                     .ended()
+                    .await
                     .unwrap_or_else(|| "the connection closed".to_string());
                 let mut state = self.state.lock().await;
                 if matches!(&*state, State::Running(c) if Arc::ptr_eq(c, &client)) {

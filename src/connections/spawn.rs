@@ -127,6 +127,8 @@ pub struct Process {
     pub tail: Arc<Mutex<Tail>>,
     /// The log, relative to the agent directory (for messages).
     pub log: String,
+    /// Copies stderr to the log; done when stderr closes.
+    pump: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Process {
@@ -162,25 +164,46 @@ impl Process {
             ));
         };
         let tail = Arc::new(Mutex::new(Tail::default()));
-        if let Some(stderr) = child.stderr.take() {
+        let pump = child.stderr.take().map(|stderr| {
             tokio::spawn(pump(
                 stderr,
                 log.to_path_buf(),
                 header.to_string(),
                 tail.clone(),
                 secrets,
-            ));
-        }
+            ))
+        });
         Ok((
             Process {
                 child,
                 group,
                 tail,
                 log: log_shown,
+                pump,
             },
             stdout,
             stdin,
         ))
+    }
+
+    /// How the process ended, waiting up to `within` for it to end (a server whose
+    /// output just closed is usually exiting).
+    pub async fn exit_within(&mut self, within: std::time::Duration) -> Option<String> {
+        let _ = tokio::time::timeout(within, self.child.wait()).await;
+        self.exit()
+    }
+
+    /// Lets the last of stderr reach the tail (and the log) once the process is gone:
+    /// up to a second, as a descendant may hold stderr open.
+    pub async fn settle(&mut self) {
+        if let Some(pump) = &mut self.pump {
+            if tokio::time::timeout(std::time::Duration::from_secs(1), pump)
+                .await
+                .is_ok()
+            {
+                self.pump = None;
+            }
+        }
     }
 
     /// How the process ended, if it has.

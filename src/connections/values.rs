@@ -48,8 +48,9 @@ pub struct Redactor {
     values: Vec<(String, String)>,
 }
 
-/// Values shorter than this are not redacted: they would match ordinary text.
-const MIN_SECRET: usize = 4;
+/// Values shorter than this are not redacted: `true` or `8080` would match ordinary
+/// text everywhere, and keys and tokens are longer.
+pub const MIN_SECRET: usize = 8;
 
 impl Redactor {
     fn add(&mut self, name: &str, value: &str) {

@@ -71,7 +71,10 @@ pub fn wait_for_port(port: u16) {
 /// Waits until `file` exists and holds a port number (the test server writes it).
 pub fn read_port(file: &Path) -> u16 {
     for _ in 0..600 {
-        if let Some(port) = std::fs::read_to_string(file).ok().and_then(|t| t.trim().parse().ok()) {
+        if let Some(port) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
             return port;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
