@@ -82,6 +82,9 @@ pub struct RunOptions {
     pub approve_all: bool,
     /// A person at a terminal who can answer questions and approve calls.
     pub asker: Option<Arc<dyn Asker>>,
+    /// Servers already running for this manifest (`eve dev` keeps them across turns);
+    /// `None`: the run starts its own and stops them at its end.
+    pub connections: Option<Arc<crate::connections::Connections>>,
 }
 
 /// Exit codes of `eve run`: the one table.
@@ -238,8 +241,9 @@ pub fn prepare(
         approve_all: options.approve_all,
         connections: None,
     };
-    setup.connections =
-        crate::connections::Connections::new(&setup.manifest, &agent_dir, &setup.workspace);
+    setup.connections = options.connections.clone().or_else(|| {
+        crate::connections::Connections::new(&setup.manifest, &agent_dir, &setup.workspace)
+    });
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);
     let id = match &options.session {

@@ -970,3 +970,31 @@ fn server_everything_over_streamable_http_and_http_sse() {
         );
     }
 }
+
+#[test]
+fn eve_dev_keeps_the_servers_running_from_turn_to_turn() {
+    let agent = Agent::new(
+        &[("t", &server("[tools]\nallow = [\"echo\"]\n"))],
+        "- tool_calls: [{name: t__echo, input: {text: one}}]\n- text: first done\n- tool_calls: [{name: t__echo, input: {text: two}}]\n- text: second done\n",
+    );
+    assert!(agent.build(&[]).status.success());
+    let output = eve()
+        .current_dir(agent.path())
+        .env("EVE_SCRIPTED_LOG", agent.path().join("requests.ndjson"))
+        .args(["dev", ".", "--model", "scripted:script.yaml"])
+        .write_stdin("first\nsecond\n")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = agent.requests();
+    assert_eq!(
+        results(&requests[1]),
+        [("t__echo".into(), "echo: one".into(), false)]
+    );
+    assert_eq!(
+        results(&requests[3]),
+        [("t__echo".into(), "echo: two".into(), false)]
+    );
+    // One start for the build, one for both turns.
+    assert_eq!(agent.starts(), 2, "{:?}", agent.server_log());
+}

@@ -103,6 +103,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         persist: true,
         approve_all: args.yes,
         asker: interactive.then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
+        connections: None,
     };
     let prepared = match runner::prepare(manifest, &dir, &run_options)
         .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))

@@ -109,7 +109,8 @@ impl Connections {
                 Err(why) => started.warnings.push(format!(
                     "connection `{name}` did not start, so its tools are not offered: {why}"
                 )),
-                Ok(()) => started.warnings.extend(difference(server)),
+                Ok(true) => started.warnings.extend(difference(server)),
+                Ok(false) => {}
             }
         }
         started

@@ -97,13 +97,14 @@ impl Server {
         }
     }
 
-    /// Starts the server and lists its tools, unless it runs already.
-    pub async fn start(&self) -> Result<(), String> {
+    /// Starts the server and lists its tools, unless it runs already; says whether it
+    /// started now.
+    pub async fn start(&self) -> Result<bool, String> {
         let mut state = self.state.lock().await;
         if matches!(*state, State::Running(_)) {
-            return Ok(());
+            return Ok(false);
         }
-        self.launch(&mut state).await.map(|_| ())
+        self.launch(&mut state).await.map(|_| true)
     }
 
     async fn launch(&self, state: &mut State) -> Result<Arc<Client>, String> {

@@ -59,6 +59,8 @@ struct Dev {
     active: Manifest,
     /// A good build waiting for the next turn.
     pending: Option<(Manifest, String)>,
+    /// The active build's servers, kept running from turn to turn.
+    connections: Option<Arc<crate::connections::Connections>>,
     session: Option<String>,
     interactive: bool,
     /// Turns run so far (the first one notes the tools that are not offered).
@@ -102,6 +104,7 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
         base,
         active,
         pending: None,
+        connections: None,
         session,
         interactive,
         turns: 0,
@@ -140,6 +143,9 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
                 let _ = ready_tx.send(());
             }
         }
+    }
+    if let Some(connections) = dev.connections.take() {
+        runtime.block_on(connections.stop());
     }
     Ok(runner::exit::COMPLETED)
 }
@@ -266,13 +272,35 @@ impl Dev {
             asker: self
                 .interactive
                 .then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
+            connections: self.connections.clone(),
+        }
+    }
+
+    /// The servers for the active build: the running ones, unless its connections
+    /// changed (then they stop and new ones start with the turn).
+    fn servers(&mut self, previous: Option<&Manifest>, runtime: &tokio::runtime::Runtime) {
+        let changed = previous.is_some_and(|p| p.connections != self.active.connections);
+        if changed {
+            if let Some(old) = self.connections.take() {
+                runtime.block_on(old.stop());
+            }
+        }
+        if self.connections.is_none() {
+            let workspace = runner::workspace(&self.active, None).ok();
+            let agent_dir = self.options.dir.canonicalize().ok();
+            if let (Some(workspace), Some(agent_dir)) = (workspace, agent_dir) {
+                self.connections =
+                    crate::connections::Connections::new(&self.active, &agent_dir, &workspace);
+            }
         }
     }
 
     fn turn(&mut self, action: Action, runtime: &tokio::runtime::Runtime) {
-        if let Some((manifest, _)) = self.pending.take() {
-            self.active = manifest;
-        }
+        let previous = self
+            .pending
+            .take()
+            .map(|(manifest, _)| std::mem::replace(&mut self.active, manifest));
+        self.servers(previous.as_ref(), runtime);
         let prepared =
             match runner::prepare(self.active.clone(), &self.options.dir, &self.options()) {
                 Ok(prepared) => prepared,

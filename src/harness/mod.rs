@@ -243,9 +243,12 @@ impl Harness {
         }
     }
 
-    /// Stops the servers of the session's connections (the ones it started).
+    /// Stops the servers of the session's connections, unless someone else holds them
+    /// too (`eve dev` across turns, the agent that started this child).
     pub async fn stop(&self) {
-        if let Some(connections) = &self.setup.connections {
+        if let Some(connections) = &self.setup.connections
+            && Arc::strong_count(connections) == 1
+        {
             connections.stop().await;
         }
     }

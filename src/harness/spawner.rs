@@ -50,15 +50,10 @@ impl Spawner for ChildSpawner {
                     (resolved.provider, resolved.model_id, resolved.reference)
                 };
             // The `agent` tool's copy shares this agent's servers; a subagent has its own.
-            let (connections, own) = if agent_dir == self.setup.agent_dir {
-                (self.setup.connections.clone(), false)
+            let connections = if agent_dir == self.setup.agent_dir {
+                self.setup.connections.clone()
             } else {
-                let own = crate::connections::Connections::new(
-                    &manifest,
-                    &agent_dir,
-                    &self.setup.workspace,
-                );
-                (own, true)
+                crate::connections::Connections::new(&manifest, &agent_dir, &self.setup.workspace)
             };
             let setup = Setup {
                 max_steps: manifest.agent.limits.max_steps,
@@ -83,9 +78,7 @@ impl Spawner for ChildSpawner {
                 Err(error) => TurnOutcome::failed(error),
             };
             child.finish(&outcome);
-            if own {
-                child.stop().await;
-            }
+            child.stop().await;
             Ok(outcome)
         }
         .boxed()
