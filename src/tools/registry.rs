@@ -725,3 +725,218 @@ mod tests {
         assert_eq!(quick, ToolOutput::ok("done"));
     }
 }
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+    use futures_util::FutureExt;
+    use futures_util::future::BoxFuture;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    /// Answers every call with its input.
+    #[derive(Debug)]
+    struct Echo;
+
+    impl ToolExec for Echo {
+        fn call<'a>(
+            &'a self,
+            input: &'a Value,
+            _ctx: &'a ToolContext,
+        ) -> BoxFuture<'a, ToolOutput> {
+            async move { ToolOutput::ok(input.to_string()) }.boxed()
+        }
+    }
+
+    fn tool(name: &str, description: &str, read_only: bool, approval: Approval) -> manifest::Tool {
+        let (connection, server) = name.split_once("__").unwrap_or(("", name));
+        manifest::Tool {
+            name: name.into(),
+            description: description.into(),
+            input_schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+            source: manifest::ToolSource::Connection,
+            approval,
+            timeout_secs: 5,
+            read_only,
+            executor: Executor::Mcp {
+                connection: connection.into(),
+                tool: server.into(),
+                annotations: Default::default(),
+            },
+            settings: Default::default(),
+            defer: true,
+        }
+    }
+
+    fn registry() -> Registry {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("agent.toml"),
+            "model = \"openai/gpt-4.1\"\ndefault_tools = false\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("instructions.md"), "Hi.\n").unwrap();
+        std::fs::create_dir(dir.path().join("tools")).unwrap();
+        std::fs::write(dir.path().join("tools/todo.toml"), "defer = true\n").unwrap();
+        let manifest = crate::compiler::compile(dir.path(), &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
+        let external = [
+            tool(
+                "gh__get_issue",
+                "Get an issue by number",
+                true,
+                Approval::Never,
+            ),
+            tool(
+                "gh__search_issues",
+                "Search the issues of a repository",
+                true,
+                Approval::Never,
+            ),
+            tool("gh__close_issue", "Close an issue", false, Approval::Always),
+            tool("fs__read_file", "Read a file", true, Approval::Never),
+            tool(
+                "weather__now",
+                "The forecast for a city",
+                true,
+                Approval::Never,
+            ),
+        ]
+        .into_iter()
+        .map(|tool| External {
+            tool,
+            exec: Arc::new(Echo),
+        })
+        .collect();
+        Registry::with_external(&manifest, false, true, external, Vec::new())
+    }
+
+    fn call_tool(name: &str, input: Value) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: "call_tool".into(),
+            input: json!({"name": name, "input": input}),
+        }
+    }
+
+    #[test]
+    fn deferred_tools_are_out_of_the_list_and_searched_by_rank() {
+        let registry = registry();
+        assert_eq!(registry.names(), ["search_tools", "call_tool"]);
+        assert_eq!(registry.deferred().len(), 6, "{:?}", registry.deferred());
+        let found = |q: &str| -> Vec<String> {
+            registry
+                .search(q, 5)
+                .iter()
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        assert_eq!(found("gh__get_issue")[0], "gh__get_issue", "exact name");
+        assert_eq!(found("get_issue")[0], "gh__get_issue", "the part after __");
+        assert_eq!(
+            found("gh"),
+            ["gh__close_issue", "gh__get_issue", "gh__search_issues"],
+            "a connection"
+        );
+        assert_eq!(found("fs__re")[0], "fs__read_file", "a prefix");
+        assert_eq!(
+            found("city forecast")[0],
+            "weather__now",
+            "words of the description"
+        );
+        assert_eq!(found("todo")[0], "todo", "a deferred built-in");
+        assert!(found("zebra").is_empty());
+        assert_eq!(registry.search("issue", 2).len(), 2, "the limit holds");
+    }
+
+    #[test]
+    fn call_tool_is_checked_approved_and_scheduled_as_the_tool_it_names() {
+        let registry = registry();
+        assert!(
+            registry
+                .check(&call_tool("gh__get_issue", json!({"n": 1})))
+                .is_ok()
+        );
+        let invalid = registry
+            .check(&call_tool("gh__get_issue", json!({})))
+            .unwrap_err();
+        assert!(
+            invalid
+                .content
+                .starts_with("Invalid arguments for `gh__get_issue`:"),
+            "{}",
+            invalid.content
+        );
+        assert_eq!(
+            registry
+                .check(&call_tool("gh__nope", json!({})))
+                .unwrap_err()
+                .content,
+            "There is no tool named `gh__nope`. Find the name with search_tools first."
+        );
+        assert_eq!(
+            registry
+                .check(&call_tool("search_tools", json!({"query": "x"})))
+                .unwrap_err()
+                .content,
+            "`search_tools` is in your tool list: call it directly instead of through call_tool."
+        );
+        assert!(registry.runs_in_parallel(&call_tool("gh__get_issue", json!({"n": 1}))));
+        assert!(!registry.runs_in_parallel(&call_tool("gh__close_issue", json!({"n": 1}))));
+        assert_eq!(
+            registry.needs_input(&call_tool("gh__close_issue", json!({"n": 1}))),
+            Some(InputKind::Approval)
+        );
+        assert_eq!(
+            registry.needs_input(&call_tool("gh__get_issue", json!({"n": 1}))),
+            None
+        );
+        assert_eq!(
+            registry
+                .connection_of(&call_tool("gh__get_issue", json!({"n": 1})))
+                .as_deref(),
+            Some("gh")
+        );
+    }
+
+    #[tokio::test]
+    async fn call_tool_runs_the_named_tool_and_refuses_what_needs_an_approval() {
+        let registry = Arc::new(registry());
+        let mut ctx = ToolContext::new("/w".into(), "/a".into());
+        ctx.catalog = Some(registry.clone());
+        let out = registry
+            .call(&call_tool("gh__get_issue", json!({"n": 7})), &ctx)
+            .await;
+        assert_eq!(out, ToolOutput::ok("{\"n\":7}"));
+        let refused = registry
+            .call(&call_tool("gh__close_issue", json!({"n": 7})), &ctx)
+            .await;
+        assert!(
+            refused
+                .content
+                .starts_with("Refused: `gh__close_issue` needs a person's approval"),
+            "{}",
+            refused.content
+        );
+        let approved = registry
+            .call_approved(&call_tool("gh__close_issue", json!({"n": 7})), &ctx)
+            .await;
+        assert_eq!(approved, ToolOutput::ok("{\"n\":7}"));
+        let searched = registry
+            .call(
+                &ToolCall {
+                    id: "s".into(),
+                    name: "search_tools".into(),
+                    input: json!({"query": "forecast"}),
+                },
+                &ctx,
+            )
+            .await;
+        assert!(
+            searched.content.contains("\"name\": \"weather__now\""),
+            "{}",
+            searched.content
+        );
+    }
+}
