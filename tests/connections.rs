@@ -220,6 +220,13 @@ fn the_model_is_offered_the_servers_tools_and_gets_text_images_structured_conten
         sent[0],
         json!({"name": "t__echo", "description": "Echoes the text back", "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}})
     );
+    assert!(
+        !requests[0]["system"]
+            .as_str()
+            .unwrap()
+            .contains("# More tools"),
+        "nothing is deferred"
+    );
     let results = results(&requests[1]);
     assert_eq!(results[0], ("t__echo".into(), "echo: hi".into(), false));
     assert_eq!(

@@ -95,7 +95,8 @@ pub fn output(result: &Value, secrets: &Redactor) -> ToolOutput {
         // Servers are asked to repeat structured content as text; do not send it twice.
         let repeated = parts
             .iter()
-            .any(|p| serde_json::from_str::<Value>(p).is_ok_and(|v| &v == structured));
+            .any(|p| serde_json::from_str::<Value>(p).is_ok_and(|v| &v == structured))
+            || strings_all_in(structured, &parts.join("\n"));
         if !repeated {
             parts.push(structured.to_string());
         }
@@ -116,6 +117,25 @@ pub fn output(result: &Value, secrets: &Redactor) -> ToolOutput {
         is_error,
         images,
     }
+}
+
+/// Whether every leaf of `value` is a string the text already holds (a server that
+/// wraps its text answer as `{"content": "…"}`).
+fn strings_all_in(value: &Value, text: &str) -> bool {
+    fn leaves<'a>(value: &'a Value, out: &mut Vec<Option<&'a str>>) {
+        match value {
+            Value::String(s) => out.push(Some(s)),
+            Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
+            Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
+            _ => out.push(None),
+        }
+    }
+    let mut found = Vec::new();
+    leaves(value, &mut found);
+    !found.is_empty()
+        && found
+            .iter()
+            .all(|leaf| leaf.is_some_and(|s| text.contains(s.trim())))
 }
 
 fn is_base64(data: &str) -> bool {
@@ -167,6 +187,14 @@ mod tests {
             &Redactor::default(),
         );
         assert_eq!(out, ToolOutput::error("{\"a\": 1}"));
+        let wrapped = output(
+            &json!({"content": [{"type": "text", "text": "Remember the milk.\n"}], "structuredContent": {"content": "Remember the milk.\n"}}),
+            &Redactor::default(),
+        );
+        assert_eq!(
+            wrapped.content, "Remember the milk.\n",
+            "the same text is not sent twice"
+        );
         let out = output(
             &json!({"content": [{"type": "text", "text": "x".repeat(1_000_000)}]}),
             &Redactor::default(),
