@@ -1005,3 +1005,101 @@ fn eve_dev_keeps_the_servers_running_from_turn_to_turn() {
     // One start for the build, one for both turns.
     assert_eq!(agent.starts(), 2, "{:?}", agent.server_log());
 }
+
+#[test]
+fn a_reply_larger_than_eve_reads_is_dropped_and_the_call_times_out() {
+    let agent = Agent::new(
+        &[(
+            "t",
+            &server("timeout_secs = 1\n[tools]\nallow = [\"big\", \"echo\"]\n"),
+        )],
+        "- tool_calls: [{name: t__big, input: {mb: 6}}]\n- tool_calls: [{name: t__echo, input: {text: still here}}]\n- text: done\n",
+    );
+    let (output, _) = agent.run(&["huge"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = agent.requests();
+    let huge = &results(&requests[1])[0];
+    assert!(
+        huge.2 && huge.1.contains("did not answer within its timeout (1 s)"),
+        "{huge:?}"
+    );
+    assert_eq!(
+        results(&requests[2]),
+        [("t__echo".into(), "echo: still here".into(), false)]
+    );
+}
+
+#[test]
+fn live_tools_that_differ_from_the_build_are_offered_with_one_warning() {
+    let agent = Agent::new(
+        &[(
+            "t",
+            "command = [\"mcp-test-server\"]\nenv = { MCP_TEST_ONLY = \"${EVE_TEST_ONLY}\" }\n",
+        )],
+        "- tool_calls: [{name: t__add, input: {a: 2, b: 2}}]\n- text: done\n",
+    );
+    let build = eve()
+        .env("EVE_TEST_ONLY", "echo")
+        .arg("build")
+        .arg(agent.path())
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", stderr(&build));
+    let output = agent
+        .run_cmd(&["add"])
+        .env("EVE_TEST_ONLY", "echo,add")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(
+        of_type(&events, "session.started")[0]["warnings"],
+        json!([
+            "connection `t` offers other tools than when the agent was built (new: `t__add`); `eve build --refresh` checks them"
+        ])
+    );
+    assert_eq!(
+        results(&agent.requests()[1]),
+        [("t__add".into(), "4".into(), false)]
+    );
+}
+
+#[test]
+fn the_variables_connections_read_leave_the_environment_of_tools() {
+    let agent = Agent::new(
+        &[(
+            "t",
+            "command = [\"mcp-test-server\"]\nenv = { TOKEN = \"${EVE_TEST_CONN_SECRET}\" }\n[tools]\nallow = [\"env\"]\n",
+        )],
+        "- tool_calls: [{name: showenv, input: {}}, {name: t__env, input: {}}]\n- text: done\n",
+    );
+    std::fs::write(
+        agent.path().join("tools/showenv.toml"),
+        "description = \"Prints the environment\"\ncommand = [\"sh\", \"-c\", \"env\"]\n[input_schema]\ntype = \"object\"\n",
+    )
+    .unwrap();
+    let output = agent
+        .run_cmd(&["env"])
+        .env("EVE_TEST_CONN_SECRET", "conn-secret-0123456789")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = results(&agent.requests()[1]);
+    assert!(
+        !results[0].1.contains("EVE_TEST_CONN_SECRET"),
+        "a command tool saw it: {}",
+        results[0].1
+    );
+    assert!(!results[0].1.contains("conn-secret-0123456789"));
+    // The server got the value (it is redacted from what came back).
+    assert!(
+        results[1]
+            .1
+            .contains("\"TOKEN\":\"[${EVE_TEST_CONN_SECRET}]\""),
+        "{}",
+        results[1].1
+    );
+}

@@ -4,7 +4,8 @@
 //! `silent` never answers, `exit` dies at once, `hostile` lists broken tools, `flood`
 //! sends ten thousand `list_changed` notifications, `--sse PORT_FILE` serves the older
 //! HTTP+SSE transport. `MCP_TEST_LOG` names a file where it appends what happened
-//! (starts, calls, cancellations, listings), one line each, for tests to read.
+//! (starts, calls, cancellations, listings), one line each, for tests to read;
+//! `MCP_TEST_DELAY_MS` delays its start (for the benchmark).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod raw;
@@ -206,7 +207,10 @@ impl TestServer {
                     .collect();
                 CallToolResult::success(vec![ContentBlock::text(Value::Object(env).to_string())])
             }
-            "big" => CallToolResult::success(vec![ContentBlock::text("x".repeat(1024 * 1024))]),
+            "big" => {
+                let mb = usize::try_from(int("mb")).unwrap_or(0).max(1);
+                CallToolResult::success(vec![ContentBlock::text("x".repeat(mb * 1024 * 1024))])
+            }
             "meet" => {
                 let label = text("label");
                 note(&format!("meet-start {label}"));
@@ -276,6 +280,13 @@ fn port_file(args: &[String], flag: &str) -> Option<String> {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     note(&format!("started {}", std::process::id()));
+    // A slow server, for measuring that servers start side by side.
+    if let Some(ms) = std::env::var("MCP_TEST_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
     let args: Vec<String> = std::env::args().collect();
     let mode = std::env::var("MCP_TEST_MODE").unwrap_or_default();
     eprintln!("mcp-test-server starting (mode `{mode}`)");
