@@ -196,13 +196,12 @@ impl Process {
     /// Lets the last of stderr reach the tail (and the log) once the process is gone:
     /// up to a second, as a descendant may hold stderr open.
     pub async fn settle(&mut self) {
-        if let Some(pump) = &mut self.pump {
-            if tokio::time::timeout(std::time::Duration::from_secs(1), pump)
+        if let Some(pump) = &mut self.pump
+            && tokio::time::timeout(std::time::Duration::from_secs(1), pump)
                 .await
                 .is_ok()
-            {
-                self.pump = None;
-            }
+        {
+            self.pump = None;
         }
     }
 

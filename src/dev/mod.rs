@@ -280,10 +280,8 @@ impl Dev {
     /// changed (then they stop and new ones start with the turn).
     fn servers(&mut self, previous: Option<&Manifest>, runtime: &tokio::runtime::Runtime) {
         let changed = previous.is_some_and(|p| p.connections != self.active.connections);
-        if changed {
-            if let Some(old) = self.connections.take() {
-                runtime.block_on(old.stop());
-            }
+        if changed && let Some(old) = self.connections.take() {
+            runtime.block_on(old.stop());
         }
         if self.connections.is_none() {
             let workspace = runner::workspace(&self.active, None).ok();
