@@ -44,6 +44,9 @@ pub fn build(dir: &Path, refresh: bool) -> crate::compiler::Build {
 #[derive(Debug)]
 pub struct Connections {
     servers: Vec<Arc<Server>>,
+    /// The names of each server's tools as the registry last got them, to tell what
+    /// changed since (a notification, a deferred server's first start, a restart).
+    handed: std::sync::Mutex<Vec<Vec<String>>>,
 }
 
 /// How starting the servers went.
@@ -87,7 +90,10 @@ impl Connections {
                 ))
             })
             .collect();
-        Some(Arc::new(Connections { servers }))
+        Some(Arc::new(Connections {
+            handed: std::sync::Mutex::new(vec![Vec::new(); manifest.connections.len()]),
+            servers,
+        }))
     }
 
     /// Starts every server that is not deferred, side by side.
@@ -121,15 +127,19 @@ impl Connections {
     pub fn external(&self) -> (Vec<External>, Vec<Unavailable>) {
         let mut external = Vec::new();
         let mut missing = Vec::new();
-        for server in &self.servers {
+        let mut handed = crate::sync::lock(&self.handed);
+        for (i, server) in self.servers.iter().enumerate() {
             if let Some(why) = server.view().failed {
+                handed[i] = Vec::new();
                 missing.extend(server.built.iter().map(|t| Unavailable {
                     name: t.name.clone(),
                     reason: format!("its connection `{}` did not start: {why}", server.spec.name),
                 }));
                 continue;
             }
-            for tool in server.offered() {
+            let offered = server.offered();
+            handed[i] = names(&offered);
+            for tool in offered {
                 let crate::manifest::Executor::Mcp {
                     tool: server_name, ..
                 } = &tool.executor
@@ -152,15 +162,17 @@ impl Connections {
     }
 
     /// At a step boundary: lists again the servers that said their tools changed, and
-    /// returns what changed in what they offer.
+    /// returns what changed in what they offer since the registry last got their tools.
     pub async fn refresh(&self) -> Vec<Changed> {
         let mut changed = Vec::new();
-        for server in &self.servers {
-            let before = names(&server.offered());
-            if !server.refresh().await {
-                continue;
-            }
-            let after = names(&server.offered());
+        for (i, server) in self.servers.iter().enumerate() {
+            server.refresh().await;
+            let after = if server.view().failed.is_some() {
+                Vec::new()
+            } else {
+                names(&server.offered())
+            };
+            let before = crate::sync::lock(&self.handed)[i].clone();
             let added: Vec<String> = after
                 .iter()
                 .filter(|n| !before.contains(n))

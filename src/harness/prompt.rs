@@ -23,10 +23,9 @@ pub fn system_prompt(
             description: manifest.agent.description.clone().unwrap_or_default(),
             model: model.to_string(),
         },
-        tools: manifest
-            .tools
-            .iter()
-            .filter(|t| offered.contains(&t.name))
+        tools: registry
+            .tools()
+            .filter(|t| !t.defer)
             .map(|t| Named {
                 name: t.name.clone(),
                 description: t.description.clone(),
