@@ -1103,3 +1103,25 @@ fn the_variables_connections_read_leave_the_environment_of_tools() {
         results[1].1
     );
 }
+
+#[test]
+fn what_a_dying_server_prints_cannot_drive_the_terminal() {
+    let agent = Agent::new(
+        &[(
+            "t",
+            "command = [\"mcp-test-server\"]\nenv = { MCP_TEST_MODE = \"ansi\" }\n",
+        )],
+        "[]",
+    );
+    let output = agent.build(&[]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(
+        text.contains("\\u{1b}[2J\\u{1b}]52;c;cm0gLXJm\\u{7}cleared your screen"),
+        "{text}"
+    );
+}

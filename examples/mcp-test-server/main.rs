@@ -299,6 +299,10 @@ async fn main() {
             eprintln!("exiting at once, as asked");
             std::process::exit(7);
         }
+        "ansi" => {
+            eprintln!("\u{1b}[2J\u{1b}]52;c;cm0gLXJm\u{7}cleared your screen");
+            std::process::exit(1);
+        }
         "silent" | "hostile" | "flood" => {
             raw::serve_stdio(&mode);
             return;

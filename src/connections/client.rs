@@ -200,7 +200,10 @@ impl Client {
         let server = peer
             .peer_info()
             .and_then(|info| info.server_info.clone())
-            .map(|i| crate::text::shorten(&format!("{} {}", i.name, i.version), 100));
+            .map(|i| {
+                let name = crate::text::shorten(&format!("{} {}", i.name, i.version), 100);
+                crate::text::for_terminal(&name).into_owned()
+            });
         Client {
             service,
             peer,
@@ -349,7 +352,7 @@ fn one_line(text: &str, secrets: &Redactor) -> String {
         };
         text.replace_range(start..start + end + "] error: ".len(), "");
     }
-    secrets.redact(&crate::text::shorten(&text, 300))
+    crate::text::for_terminal(&secrets.redact(&crate::text::shorten(&text, 300))).into_owned()
 }
 
 /// What a refused streamable HTTP request said: its HTTP status, when there is one.
@@ -371,9 +374,10 @@ async fn exited(process: &mut Process) -> Option<String> {
         .map(|exit| format!("it {exit}"))
 }
 
-/// A message with the end of the server's log after it.
+/// A message with the end of the server's log after it (escapes shown, not obeyed:
+/// the message may reach a terminal).
 fn with_log(message: &str, process: &Process) -> String {
-    let tail = crate::sync::lock(&process.tail).text();
+    let tail = crate::text::for_terminal(&crate::sync::lock(&process.tail).text()).into_owned();
     if tail.is_empty() {
         format!("{message} (its log, {}, is empty)", process.log)
     } else {

@@ -83,7 +83,7 @@ impl Builder {
             }
         }
         for left in &mut self.listing.left_out {
-            left.name = secrets.redact(&left.name);
+            left.name = crate::text::for_terminal(&secrets.redact(&left.name)).into_owned();
             left.reason = secrets.redact(&left.reason);
         }
         self.listing
