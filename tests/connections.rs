@@ -1125,3 +1125,45 @@ fn what_a_dying_server_prints_cannot_drive_the_terminal() {
         "{text}"
     );
 }
+
+#[test]
+fn a_server_killed_between_calls_fails_the_next_call_and_the_one_after_restarts_it() {
+    let agent = Agent::new(
+        &[("t", &server("[tools]\nallow = [\"echo\"]\n"))],
+        "- tool_calls: [{name: t__echo, input: {text: one}}]\n- tool_calls: [{name: kill_server, input: {}}]\n- tool_calls: [{name: t__echo, input: {text: two}}]\n- tool_calls: [{name: t__echo, input: {text: three}}]\n- text: done\n",
+    );
+    // Kills the server (its pid is the last `started` line of the log) and waits until
+    // it is gone or a zombie, so the next call finds it dead.
+    std::fs::write(
+        agent.path().join("tools/kill_server.toml"),
+        format!(
+            "description = \"Kills the MCP server\"\ncommand = [\"sh\", \"-c\", \"P=$(grep '^started' '{}' | tail -1 | cut -d' ' -f2); kill -9 $P; while [ -e /proc/$P ] && ! grep -q ') Z' /proc/$P/stat; do sleep 0.02; done\"]\n[input_schema]\ntype = \"object\"\n",
+            agent.log().display()
+        ),
+    )
+    .unwrap();
+    let (output, _) = agent.run(&["kill it"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let requests = agent.requests();
+    assert_eq!(
+        results(&requests[1]),
+        [("t__echo".into(), "echo: one".into(), false)]
+    );
+    let failed = &results(&requests[3])[0];
+    assert!(failed.2, "{failed:?}");
+    assert!(
+        failed.1.starts_with("connection `t` stopped")
+            && failed.1.ends_with("The next call starts it again."),
+        "{}",
+        failed.1
+    );
+    assert!(
+        failed.1.contains("was killed by a signal") || failed.1.contains("closed its output"),
+        "{}",
+        failed.1
+    );
+    assert_eq!(
+        results(&requests[4]),
+        [("t__echo".into(), "echo: three".into(), false)]
+    );
+}

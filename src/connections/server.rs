@@ -146,15 +146,19 @@ impl Server {
     }
 
     /// The running client for a call: started now for a deferred connection, restarted
-    /// once after it died.
+    /// once after it died. A server found dead fails this call (the model learns that
+    /// whatever it held is gone); the next call starts it again.
     async fn client(&self) -> Result<Arc<Client>, String> {
         let name = &self.spec.name;
         let mut state = self.state.lock().await;
-        if let State::Running(client) = &*state {
-            match client.ended().await {
-                None => return Ok(client.clone()),
-                Some(why) => *state = State::Dead(why),
-            }
+        if let State::Running(client) = &*state
+            && let Some(why) = client.ended().await
+        {
+            *state = State::Dead(why.clone());
+            return Err(format!(
+                "connection `{name}` stopped: {why}\n{}",
+                self.next_call()
+            ));
         }
         enum Next {
             Use(Arc<Client>),
@@ -221,15 +225,20 @@ impl Server {
                 if matches!(&*state, State::Running(c) if Arc::ptr_eq(c, &client)) {
                     *state = State::Dead(why.clone());
                 }
-                let next = if self.restarted.load(Ordering::Relaxed) {
-                    "It is not restarted again in this session."
-                } else {
-                    "The next call starts it again."
-                };
                 ToolOutput::error(format!(
-                    "connection `{name}` stopped during `{shown}`: {why}\n{next}"
+                    "connection `{name}` stopped during `{shown}`: {why}\n{}",
+                    self.next_call()
                 ))
             }
+        }
+    }
+
+    /// What the next call does about a dead server.
+    fn next_call(&self) -> &'static str {
+        if self.restarted.load(Ordering::Relaxed) {
+            "It is not restarted again in this session."
+        } else {
+            "The next call starts it again."
         }
     }
 

@@ -16,7 +16,13 @@ pub fn is_relevant(relative: &Path) -> bool {
     let first = first.as_os_str().to_string_lossy();
     let top = matches!(
         first.as_ref(),
-        "agent.toml" | "instructions.md" | "instructions" | "tools" | "skills" | "subagents"
+        "agent.toml"
+            | "instructions.md"
+            | "instructions"
+            | "tools"
+            | "skills"
+            | "subagents"
+            | "connections"
     );
     if !top {
         return false;
@@ -99,6 +105,7 @@ mod tests {
             "tools/x.toml",
             "skills/s/SKILL.md",
             "subagents/e/agent.toml",
+            "connections/fs.toml",
         ] {
             assert!(is_relevant(Path::new(path)), "{path}");
         }
