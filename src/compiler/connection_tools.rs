@@ -105,14 +105,14 @@ pub struct Offer {
 
 /// The filters of one connection, compiled once.
 #[derive(Debug, Clone)]
-pub struct Filters {
+struct Filters {
     allow: Vec<Pattern>,
     block: Vec<Pattern>,
     approval: Vec<(Pattern, Approval)>,
 }
 
 impl Filters {
-    pub fn new(connection: &Connection) -> Filters {
+    fn new(connection: &Connection) -> Filters {
         Filters {
             allow: connection.allow.iter().map(|p| Pattern::new(p)).collect(),
             block: connection.block.iter().map(|p| Pattern::new(p)).collect(),

@@ -160,11 +160,7 @@ fn read_connection(
     let mut approval = BTreeMap::new();
     if let Some(mut tools) = root.table("tools") {
         for (key, list) in [("allow", &mut allow), ("block", &mut block)] {
-            let patterns = match key {
-                "allow" => tools.string_array("allow"),
-                _ => tools.string_array("block"),
-            };
-            for pattern in patterns.unwrap_or_default() {
+            for pattern in tools.string_array(key).unwrap_or_default() {
                 if check_pattern(toml, &format!("tools.{key}"), &pattern) {
                     list.push(pattern.value.clone());
                     entries.push((key, pattern));

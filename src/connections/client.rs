@@ -101,7 +101,7 @@ impl std::fmt::Debug for Client {
 }
 
 /// Where a connection's server writes its stderr, in the agent directory.
-pub fn log_path(agent_dir: &Path, name: &str) -> std::path::PathBuf {
+fn log_path(agent_dir: &Path, name: &str) -> std::path::PathBuf {
     agent_dir
         .join(".eve")
         .join("logs")

@@ -8,7 +8,7 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use super::Server;
+use super::server::Server;
 use crate::tools::{ToolContext, ToolExec, ToolOutput};
 
 /// The tool `tool` of a server, offered to the model as `shown`.

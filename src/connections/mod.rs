@@ -23,7 +23,7 @@ use crate::manifest::Manifest;
 use crate::protocol::Unavailable;
 use crate::tools::registry::External;
 
-pub use server::Server;
+use server::Server;
 pub use spawn::kill_all;
 
 /// Compiles the agent in `dir`, starting the servers of connections without a valid
@@ -44,9 +44,9 @@ pub fn build(dir: &Path, refresh: bool) -> crate::compiler::Build {
 #[derive(Debug)]
 pub struct Connections {
     servers: Vec<Arc<Server>>,
-    /// The names of each server's tools as the registry last got them, to tell what
-    /// changed since (a notification, a deferred server's first start, a restart).
-    handed: std::sync::Mutex<Vec<Vec<String>>>,
+    /// Each server's generation and tool names as the registry last got them, to tell
+    /// what changed since (a notification, a deferred server's first start, a restart).
+    handed: std::sync::Mutex<Vec<(Option<u64>, Vec<String>)>>,
 }
 
 /// How starting the servers went.
@@ -57,6 +57,15 @@ pub struct Started {
     pub warnings: Vec<String>,
     /// Why the session cannot go on: a `required` server that did not start.
     pub error: Option<String>,
+}
+
+/// What changed in the connections' tools since the registry last got them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refreshed {
+    /// Some server's tools may differ (names, schemas, descriptions): rebuild the registry.
+    pub stale: bool,
+    /// The connections whose tool names changed.
+    pub changed: Vec<Changed>,
 }
 
 /// A connection's tools that changed between steps.
@@ -91,7 +100,7 @@ impl Connections {
             })
             .collect();
         Some(Arc::new(Connections {
-            handed: std::sync::Mutex::new(vec![Vec::new(); manifest.connections.len()]),
+            handed: std::sync::Mutex::new(vec![(None, Vec::new()); manifest.connections.len()]),
             servers,
         }))
     }
@@ -129,8 +138,9 @@ impl Connections {
         let mut missing = Vec::new();
         let mut handed = crate::sync::lock(&self.handed);
         for (i, server) in self.servers.iter().enumerate() {
-            if let Some(why) = server.view().failed {
-                handed[i] = Vec::new();
+            let generation = Some(server.generation());
+            if let Some(why) = server.failed() {
+                handed[i] = (generation, Vec::new());
                 missing.extend(server.built.iter().map(|t| Unavailable {
                     name: t.name.clone(),
                     reason: format!("its connection `{}` did not start: {why}", server.spec.name),
@@ -138,7 +148,7 @@ impl Connections {
                 continue;
             }
             let offered = server.offered();
-            handed[i] = names(&offered);
+            handed[i] = (generation, names(&offered));
             for tool in offered {
                 let crate::manifest::Executor::Mcp {
                     tool: server_name, ..
@@ -163,16 +173,20 @@ impl Connections {
 
     /// At a step boundary: lists again the servers that said their tools changed, and
     /// returns what changed in what they offer since the registry last got their tools.
-    pub async fn refresh(&self) -> Vec<Changed> {
-        let mut changed = Vec::new();
+    pub async fn refresh(&self) -> Refreshed {
+        let mut refreshed = Refreshed::default();
         for (i, server) in self.servers.iter().enumerate() {
             server.refresh().await;
-            let after = if server.view().failed.is_some() {
+            let (seen, before) = crate::sync::lock(&self.handed)[i].clone();
+            if seen == Some(server.generation()) {
+                continue;
+            }
+            refreshed.stale = true;
+            let after = if server.failed().is_some() {
                 Vec::new()
             } else {
                 names(&server.offered())
             };
-            let before = crate::sync::lock(&self.handed)[i].clone();
             let added: Vec<String> = after
                 .iter()
                 .filter(|n| !before.contains(n))
@@ -184,24 +198,19 @@ impl Connections {
                 .cloned()
                 .collect();
             if !added.is_empty() || !removed.is_empty() {
-                changed.push(Changed {
+                refreshed.changed.push(Changed {
                     connection: server.spec.name.clone(),
                     added,
                     removed,
                 });
             }
         }
-        changed
+        refreshed
     }
 
     /// Ends every session and stops every server process.
     pub async fn stop(&self) {
         futures_util::future::join_all(self.servers.iter().map(|s| s.stop())).await;
-    }
-
-    /// The servers, in the manifest's order.
-    pub fn servers(&self) -> &[Arc<Server>] {
-        &self.servers
     }
 }
 

@@ -46,10 +46,12 @@ pub struct Server {
 }
 
 /// The server as the registry sees it.
-#[derive(Debug, Clone, Default)]
-pub struct View {
-    pub tools: Option<Vec<ServerTool>>,
-    pub failed: Option<String>,
+#[derive(Debug, Default)]
+struct View {
+    tools: Option<Vec<ServerTool>>,
+    failed: Option<String>,
+    /// Bumped whenever `tools` or `failed` change.
+    generation: u64,
 }
 
 impl std::fmt::Debug for Server {
@@ -84,9 +86,14 @@ impl Server {
         }
     }
 
-    /// What the registry can offer of it now.
-    pub fn view(&self) -> View {
-        lock(&self.view).clone()
+    /// Why it could not start, if it could not.
+    pub fn failed(&self) -> Option<String> {
+        lock(&self.view).failed.clone()
+    }
+
+    /// A number that changes whenever what it offers may have changed.
+    pub fn generation(&self) -> u64 {
+        lock(&self.view).generation
     }
 
     /// The tools it offers now: the live list when it was listed, else the build's.
@@ -131,15 +138,19 @@ impl Server {
             Ok((client, listing)) => {
                 let client = Arc::new(client);
                 *state = State::Running(client.clone());
-                *lock(&self.view) = View {
-                    tools: Some(listing.tools),
-                    failed: None,
-                };
+                let mut view = lock(&self.view);
+                view.tools = Some(listing.tools);
+                view.failed = None;
+                view.generation += 1;
+                drop(view);
                 Ok(client)
             }
             Err(reason) => {
                 *state = State::Failed(reason.clone());
-                lock(&self.view).failed = Some(reason.clone());
+                let mut view = lock(&self.view);
+                view.failed = Some(reason.clone());
+                view.generation += 1;
+                drop(view);
                 Err(reason)
             }
         }
@@ -255,7 +266,10 @@ impl Server {
         let timeout = Duration::from_secs(self.spec.startup_timeout_secs.max(1));
         match tokio::time::timeout(timeout, client.list()).await {
             Ok(Ok(listing)) => {
-                lock(&self.view).tools = Some(listing.tools);
+                let mut view = lock(&self.view);
+                view.tools = Some(listing.tools);
+                view.generation += 1;
+                drop(view);
                 true
             }
             // The list stays as it was; a later notification tries again.

@@ -84,10 +84,6 @@ impl Redactor {
             _ => {}
         }
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -135,6 +131,6 @@ mod tests {
             "connections/gh.toml: `env.GITHUB_TOKEN` reads `${MISSING}`, and the environment variable MISSING is not set"
         );
         assert!(expand("${EMPTY}", "x", &env, &mut secrets).is_err());
-        assert!(secrets.is_empty());
+        assert!(secrets.values.is_empty());
     }
 }

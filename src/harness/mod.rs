@@ -228,12 +228,12 @@ impl Harness {
         let Some(connections) = self.setup.connections.clone() else {
             return;
         };
-        let changed = connections.refresh().await;
-        if changed.is_empty() {
+        let refreshed = connections.refresh().await;
+        if !refreshed.stale {
             return;
         }
         self.registry = Arc::new(registry(&self.setup));
-        for change in changed {
+        for change in refreshed.changed {
             self.emitter.emit(EventKind::ToolsChanged {
                 turn_id: turn_id.to_string(),
                 connection: change.connection,
