@@ -181,6 +181,8 @@ fn write_session(dir: &Path, turns: usize) -> String {
         workspace: "/w".into(),
         tools: vec!["noop".into()],
         unavailable_tools: vec![],
+        deferred_tools: vec![],
+        warnings: vec![],
     })];
     for t in 0..turns {
         let turn_id = eve::ids::new_id("turn");
@@ -230,6 +232,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
             output: "ok".into(),
             is_error: false,
             duration_ms: 1,
+            connection: None,
         }));
         records.push(Record::Message {
             message: Message::Tool {
@@ -238,6 +241,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
                     name: "noop".into(),
                     content: "ok".into(),
                     is_error: false,
+                    images: vec![],
                 }],
             },
         });
@@ -347,6 +351,7 @@ fn resume_benchmark(dir: &Path) {
             approve_all: false,
             sandbox: None,
             stubs: None,
+            connections: None,
         };
         let (emitter, mut rx) = eve::harness::Emitter::channel();
         let mut harness =
@@ -356,7 +361,7 @@ fn resume_benchmark(dir: &Path) {
             .build()
             .unwrap();
         runtime.block_on(async {
-            harness.start();
+            harness.start().await.unwrap();
             let outcome = harness
                 .run_turn(
                     "One more question?".into(),

@@ -228,12 +228,11 @@ fn run_text(dir: &Path, program: &str, args: &[&str]) -> String {
 /// Makes the tree unless a complete one is there; returns its file count and size.
 fn ensure_tree(base: &Path, tree: &Path) -> (usize, u64) {
     let marker = base.join("complete");
-    if let Ok(text) = std::fs::read_to_string(&marker) {
-        if let Some((files, bytes)) = text.trim().split_once(' ') {
-            if let (Ok(files), Ok(bytes)) = (files.parse(), bytes.parse()) {
-                return (files, bytes);
-            }
-        }
+    if let Ok(text) = std::fs::read_to_string(&marker)
+        && let Some((files, bytes)) = text.trim().split_once(' ')
+        && let (Ok(files), Ok(bytes)) = (files.parse(), bytes.parse())
+    {
+        return (files, bytes);
     }
     let _ = std::fs::remove_dir_all(base);
     println!("generating the tree (once)…");

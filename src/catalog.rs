@@ -11,6 +11,8 @@ pub enum Availability {
     WithSkills,
     /// Only when the model's provider speaks the Anthropic Messages API (server-side tool).
     AnthropicOnly,
+    /// Only when some tool is deferred (`defer = true`): the tool catalog.
+    WithDeferred,
 }
 
 /// The type of a built-in tool's setting (`[settings]` in `tools/<slug>.toml`).

@@ -33,6 +33,16 @@ pub enum Command {
     Man,
     /// Run an agent's eval cases (evals/**/*.toml) and check what each expects
     Eval(EvalArgs),
+    /// Start each MCP server of an agent and list its tools as the model sees them
+    Connections(ConnectionsArgs),
+}
+
+/// Arguments of `eve connections`.
+#[derive(Debug, clap::Args)]
+pub struct ConnectionsArgs {
+    /// The agent directory
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
 }
 
 /// Arguments of `eve completions`.
@@ -196,6 +206,9 @@ pub struct BuildArgs {
     /// How to print diagnostics
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// List every connection's tools again, even when a cached listing is valid
+    #[arg(long)]
+    pub refresh: bool,
 }
 
 /// Arguments of `eve run`.

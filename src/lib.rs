@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod cli;
 pub mod commands;
 pub mod compiler;
+pub mod connections;
 pub mod console;
 pub mod dev;
 pub mod evals;

@@ -52,7 +52,11 @@ pub fn accept(agent_dir: &Path) -> std::io::Result<()> {
 /// the directory now builds to something else. A definition that no longer builds is a
 /// change too.
 pub fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pending>> {
-    let build = crate::compiler::build(agent_dir, &crate::tools::builtin::CATALOG);
+    let build = crate::compiler::build(
+        agent_dir,
+        &crate::tools::builtin::CATALOG,
+        crate::compiler::listing::Options::default(),
+    );
     let summary = match &build.manifest {
         Some(now) if now.inputs_hash == ran.inputs_hash => return Ok(None),
         Some(now) => {

@@ -89,6 +89,9 @@ pub struct RunOptions {
     pub sandbox_mode: Option<SandboxMode>,
     /// `--no-network`: turns `[sandbox] network` off.
     pub no_network: bool,
+    /// Servers already running for this manifest (`eve dev` keeps them across turns);
+    /// `None`: the run starts its own and stops them at its end.
+    pub connections: Option<Arc<crate::connections::Connections>>,
 }
 
 /// Exit codes of `eve run`: the one table.
@@ -254,7 +257,11 @@ pub fn prepare(
         approve_all: options.approve_all,
         sandbox,
         stubs: None,
+        connections: None,
     };
+    setup.connections = options.connections.clone().or_else(|| {
+        crate::connections::Connections::new(&setup.manifest, &agent_dir, &setup.workspace)
+    });
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);
     let id = match &options.session {
@@ -353,23 +360,26 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let watcher = watch_interrupts(cancel.clone());
     let turn = tokio::spawn(async move {
-        harness.start();
-        let outcome = match action {
-            Action::Turn(prompt) => harness.run_turn(prompt, cancel).await,
-            Action::Resume(resolution) => harness
-                .resume_turn(resolution, cancel)
-                .await
-                .unwrap_or_else(TurnOutcome::failed),
-            Action::Compact => match harness.compact_now().await {
-                Ok(()) => TurnOutcome {
-                    end_reason: EndReason::Completed,
-                    error: None,
-                    ..TurnOutcome::failed(String::new())
+        let outcome = match harness.start().await {
+            Err(error) => TurnOutcome::failed(error),
+            Ok(()) => match action {
+                Action::Turn(prompt) => harness.run_turn(prompt, cancel).await,
+                Action::Resume(resolution) => harness
+                    .resume_turn(resolution, cancel)
+                    .await
+                    .unwrap_or_else(TurnOutcome::failed),
+                Action::Compact => match harness.compact_now().await {
+                    Ok(()) => TurnOutcome {
+                        end_reason: EndReason::Completed,
+                        error: None,
+                        ..TurnOutcome::failed(String::new())
+                    },
+                    Err(error) => TurnOutcome::failed(error),
                 },
-                Err(error) => TurnOutcome::failed(error),
             },
         };
         harness.finish(&outcome);
+        harness.stop().await;
         outcome
     });
     while let Some(event) = events.recv().await {
@@ -395,6 +405,7 @@ fn watch_interrupts(cancel: CancellationToken) -> Option<tokio::task::JoinHandle
             if interrupts.recv().await.is_some() {
                 cancel.cancel();
                 if interrupts.recv().await.is_some() {
+                    crate::connections::kill_all();
                     std::process::exit(i32::from(exit::ABORTED));
                 }
             }
@@ -406,6 +417,7 @@ fn watch_interrupts(cancel: CancellationToken) -> Option<tokio::task::JoinHandle
             if tokio::signal::ctrl_c().await.is_ok() {
                 cancel.cancel();
                 if tokio::signal::ctrl_c().await.is_ok() {
+                    crate::connections::kill_all();
                     std::process::exit(i32::from(exit::ABORTED));
                 }
             }

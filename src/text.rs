@@ -1,4 +1,7 @@
-//! Small text helpers shared across eve: hex digests, shortening, shell quoting.
+//! Small text helpers shared across eve: hex digests, shortening, shell quoting, and
+//! text made inert for a terminal.
+
+use std::borrow::Cow;
 
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
@@ -40,6 +43,33 @@ pub fn userinfo(url: &str) -> Option<&str> {
         .unwrap_or(after_scheme.len());
     let authority = &after_scheme[..authority_end];
     authority.rfind('@').map(|at| &authority[..at])
+}
+
+/// Whether `c` would act on a terminal instead of being shown: C0 controls other than
+/// newline and tab (ESC starts every escape sequence), DEL, C1 controls, and the
+/// bidirectional controls that reorder what a person reads.
+fn acts(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+        || matches!(
+            c,
+            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` with every acting character replaced by its `\u{…}` escape.
+pub fn for_terminal(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(acts) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if acts(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -30,14 +30,14 @@ fn strip(manifest: &mut serde_json::Value) {
     manifest["inputs_hash"] = "[hash]".into();
     for tool in manifest["tools"].as_array_mut().unwrap() {
         let builtin = eve::tools::builtin::CATALOG.find(tool["name"].as_str().unwrap());
-        if let Some(builtin) = builtin {
-            if tool["executor"]["kind"] == "builtin" {
-                if tool["description"] == builtin.description {
-                    tool["description"] = "[catalog]".into();
-                }
-                if tool["input_schema"] == builtin.schema() {
-                    tool["input_schema"] = "[catalog]".into();
-                }
+        if let Some(builtin) = builtin
+            && tool["executor"]["kind"] == "builtin"
+        {
+            if tool["description"] == builtin.description {
+                tool["description"] = "[catalog]".into();
+            }
+            if tool["input_schema"] == builtin.schema() {
+                tool["input_schema"] = "[catalog]".into();
             }
         }
     }

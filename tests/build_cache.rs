@@ -28,13 +28,24 @@ fn age(dir: &Path) {
 }
 
 fn build(dir: &Path) -> Build {
-    let build = compiler::build(dir, &CATALOG);
+    let build = compiler::build(dir, &CATALOG, eve::compiler::listing::Options::default());
     if let Some(manifest) = &build.manifest
         && !build.cached
     {
         compiler::write_manifest(dir, manifest).unwrap();
     }
     build
+}
+
+/// For an agent with connections: lists their tools once with the real binary (which
+/// starts the test server and caches the listings), then forgets that build, so that an
+/// in-process build, which starts no servers, has listings to read.
+fn list_connections(dir: &Path) {
+    if dir.join("connections").is_dir() {
+        let out = run_in(dir, &["build"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        std::fs::remove_file(dir.join(".eve/build-cache")).unwrap();
+    }
 }
 
 fn bytes(build: &Build) -> Vec<u8> {
@@ -48,6 +59,7 @@ fn a_cached_build_equals_a_cold_one_for_every_fixture() {
         let tmp = copy_to_temp(&case);
         let dir = tmp.path();
         std::fs::create_dir_all(dir.join(".eve")).unwrap();
+        list_connections(dir);
         age(dir);
         let cold = build(dir);
         assert!(!cold.cached, "{}", case.display());
@@ -207,4 +219,46 @@ fn warnings_of_unchanged_files_are_printed_again_on_a_cached_build() {
     assert!(first.stderr.contains("warning[W0408]"), "{}", first.stderr);
     let strip = |s: &str| common::mask_time(s);
     assert_eq!(strip(&second.stderr), strip(&first.stderr));
+}
+
+#[test]
+fn a_connection_without_a_listing_keeps_the_build_out_of_the_cache() {
+    let tmp = copy_to_temp(&fixtures().join("valid/connection"));
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join(".eve")).unwrap();
+    age(dir);
+    // No server is started in process and no listing is cached: the next build must
+    // try again rather than repeat this one.
+    assert!(!build(dir).cached);
+    assert!(!build(dir).cached);
+    assert!(!dir.join(".eve/build-cache").exists());
+}
+
+#[test]
+fn a_listing_refreshed_since_the_last_build_is_seen() {
+    let tmp = copy_to_temp(&fixtures().join("valid/connection"));
+    let dir = tmp.path();
+    list_connections(dir);
+    age(dir);
+    let cold = build(dir);
+    assert!(!cold.cached);
+    assert!(build(dir).cached);
+    // `eve build --refresh` (or a run) wrote a new listing: the server describes `add`
+    // differently now. The cached build must not hand back the old tool list.
+    let listing_path = dir.join(".eve/connections/t.json");
+    let mut listing: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&listing_path).unwrap()).unwrap();
+    let add = listing["listing"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["name"] == "add")
+        .unwrap();
+    add["description"] = "Says it again".into();
+    std::fs::write(&listing_path, serde_json::to_vec_pretty(&listing).unwrap()).unwrap();
+    let after = build(dir);
+    assert!(!after.cached);
+    let manifest = after.manifest.as_ref().unwrap();
+    let add = manifest.tools.iter().find(|t| t.name == "t__add").unwrap();
+    assert_eq!(add.description, "Says it again");
 }

@@ -13,7 +13,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: `{base}` is not a folder");
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
-    let build = compiler::build(&args.dir, &crate::tools::builtin::CATALOG);
+    let build = crate::connections::build(&args.dir, args.refresh);
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
     match args.format {
         Format::Json => println!("{}", render::json(&diagnostics, &base)),
@@ -47,15 +47,28 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if args.format == Format::Human {
         let elapsed = started.elapsed();
+        let deferred = manifest.tools.iter().filter(|t| t.defer).count();
+        let tools = if deferred > 0 {
+            format!(
+                "{} ({deferred} deferred)",
+                plural(manifest.tools.len(), "tool")
+            )
+        } else {
+            plural(manifest.tools.len(), "tool")
+        };
+        let connections = if manifest.connections.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", plural(manifest.connections.len(), "connection"))
+        };
         let evals = if build.eval_count == 0 {
             String::new()
         } else {
             format!(", {}", plural(build.eval_count, "eval case"))
         };
         eprintln!(
-            "built `{}`: {}, {}, {}{evals}, sandbox {} in {:.1} ms → {}",
+            "built `{}`: {tools}, {}, {}{connections}{evals}, sandbox {} in {:.1} ms → {}",
             manifest.agent.name,
-            plural(manifest.tools.len(), "tool"),
             plural(manifest.skills.len(), "skill"),
             plural(manifest.subagents.len(), "subagent"),
             crate::manifest::diff::describe_sandbox(&manifest.agent.sandbox),

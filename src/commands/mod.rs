@@ -1,6 +1,7 @@
 //! Thin orchestration for each subcommand.
 
 mod build;
+mod connections;
 mod dev;
 mod doctor;
 mod eval;
@@ -48,6 +49,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             isolate_secrets(&args.dir);
             eval::run(&args)
         }
+        Command::Connections(args) => connections::run(&args),
     }
 }
 
@@ -61,8 +63,19 @@ fn print_all(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 /// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's
 /// environment (see [`crate::secrets`]).
 fn isolate_secrets(dir: &std::path::Path) {
-    let known = || match crate::compiler::build(dir, &crate::tools::builtin::CATALOG).manifest {
-        Some(manifest) => crate::providers::key_variables(&manifest),
+    // The variables connections read with `${VAR}` are secrets too.
+    let known = || match crate::compiler::build(
+        dir,
+        &crate::tools::builtin::CATALOG,
+        crate::compiler::listing::Options::default(),
+    )
+    .manifest
+    {
+        Some(manifest) => {
+            let mut known = crate::providers::key_variables(&manifest);
+            known.extend(crate::connections::variables(&manifest));
+            known
+        }
         None => crate::providers::key_variables_builtin(),
     };
     if let Err(e) = crate::secrets::isolate(known) {

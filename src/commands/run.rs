@@ -70,7 +70,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return fail(&mut console, error);
     }
 
-    let build = compiler::build(&dir, &crate::tools::builtin::CATALOG);
+    let build = crate::connections::build(&dir, false);
     eprint!(
         "{}",
         render::human_report(build.diagnostics.iter(), &base, args.quiet)
@@ -129,6 +129,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             .as_deref()
             .and_then(crate::manifest::SandboxMode::from_name),
         no_network: args.no_network,
+        connections: None,
     };
     let prepared = match runner::prepare(manifest, &dir, &run_options)
         .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))

@@ -75,6 +75,9 @@ impl Fingerprint {
 #[derive(Debug, Default)]
 pub struct Seen {
     paths: Mutex<Vec<(PathBuf, Option<Fingerprint>)>>,
+    /// Set when the build used something the files do not decide (a connection whose
+    /// tools could not be listed): such a build is not kept, so the next one tries again.
+    unsettled: std::sync::atomic::AtomicBool,
 }
 
 impl Seen {
@@ -117,6 +120,16 @@ pub fn note(path: &Path, fingerprint: Option<Fingerprint>) {
     CURRENT.with(|c| {
         if let Some(seen) = &*c.borrow() {
             seen.note(path, fingerprint);
+        }
+    });
+}
+
+/// Marks the scope's build as not to be kept (see [`Seen`]).
+pub fn unsettled() {
+    CURRENT.with(|c| {
+        if let Some(seen) = &*c.borrow() {
+            seen.unsettled
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
     });
 }
@@ -241,6 +254,12 @@ fn header() -> String {
 /// Writes what a build saw and produced. Best effort: a cache that cannot be written
 /// costs the next build its speed, nothing else.
 pub fn store(dir: &Path, seen: &Seen, inputs_hash: &str, build: &Diagnostics, eval_cases: usize) {
+    if seen.unsettled.load(std::sync::atomic::Ordering::Relaxed) {
+        // Forget what an unsettled build saw, and any cache an earlier build left.
+        seen.take();
+        let _ = std::fs::remove_file(path(dir));
+        return;
+    }
     let written = now_ns();
     let mut body = format!("written {written}\ninputs {inputs_hash}\nevals {eval_cases}\n");
     for d in build.iter() {

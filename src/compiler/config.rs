@@ -261,12 +261,11 @@ fn read_agent(
                 );
             }
         }
-        if let Some(model) = compaction.string("model") {
-            if let Some((text, _)) =
+        if let Some(model) = compaction.string("model")
+            && let Some((text, _)) =
                 check_model(toml, &model, &agent.providers, &declared, agent_dir)
-            {
-                agent.compaction.model = Some(text);
-            }
+        {
+            agent.compaction.model = Some(text);
         }
         compaction.finish();
     }
@@ -698,7 +697,8 @@ pub fn api_of(model: &str, providers: &BTreeMap<String, Provider>) -> Option<Api
     }
 }
 
-fn is_env_name(name: &str) -> bool {
+/// Whether `name` is an environment variable name: a letter or `_`, then letters, digits, `_`.
+pub fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

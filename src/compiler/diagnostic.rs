@@ -87,6 +87,20 @@ pub mod code {
     pub const EVAL_STUB: &str = "E0709";
     pub const EVAL_NEVER_HOLDS: &str = "W0710";
 
+    pub const INVALID_CONNECTION_NAME: &str = "E0801";
+    pub const CONNECTION_TRANSPORT: &str = "E0802";
+    pub const WRONG_TRANSPORT_KEY: &str = "E0803";
+    pub const INVALID_REFERENCE: &str = "E0804";
+    pub const NO_MATCHING_TOOL: &str = "E0805";
+    pub const UNKNOWN_CONNECTION_TOOL: &str = "E0806";
+    pub const SHORTENED_TOOL_NAME: &str = "W0807";
+    pub const TOOL_NAME_COLLISION: &str = "E0808";
+    pub const CONNECTION_NOT_LISTED: &str = "E0809";
+    pub const CONNECTION_UNREACHABLE: &str = "W0810";
+    pub const SERVER_TOOL_LEFT_OUT: &str = "W0811";
+    pub const INVALID_URL: &str = "E0812";
+    pub const NOT_A_CONNECTION_FILE: &str = "W0813";
+
     /// Every code above, to find a code again from its text (the build cache keeps it).
     pub const ALL: &[&str] = &[
         UNREADABLE,
@@ -152,6 +166,19 @@ pub mod code {
         EVAL_PATTERN,
         EVAL_STUB,
         EVAL_NEVER_HOLDS,
+        INVALID_CONNECTION_NAME,
+        CONNECTION_TRANSPORT,
+        WRONG_TRANSPORT_KEY,
+        INVALID_REFERENCE,
+        NO_MATCHING_TOOL,
+        UNKNOWN_CONNECTION_TOOL,
+        SHORTENED_TOOL_NAME,
+        TOOL_NAME_COLLISION,
+        CONNECTION_NOT_LISTED,
+        CONNECTION_UNREACHABLE,
+        SERVER_TOOL_LEFT_OUT,
+        INVALID_URL,
+        NOT_A_CONNECTION_FILE,
     ];
 
     /// The code with this text, if eve has it.
@@ -397,7 +424,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -87,6 +87,8 @@ pub struct AgentFiles {
     pub agent_toml: AgentToml,
     pub instructions: InstructionFiles,
     pub tools: Vec<Loaded>,
+    /// `connections/<name>.toml`, in file-name order.
+    pub connections: Vec<Loaded>,
     pub skills: Vec<SkillFile>,
     pub subagents: Vec<SubagentDir>,
     /// The eval cases, `evals/**/*.toml` (the top agent's only). They test the agent and
@@ -131,6 +133,7 @@ impl AgentFiles {
         let agent_toml = loader.agent_toml();
         let instructions = loader.instructions();
         let tools = loader.tools();
+        let connections = loader.connections();
         let skills = loader.skills();
         let subagents = loader.subagents(depth);
         let evals = if depth == 0 {
@@ -155,6 +158,7 @@ impl AgentFiles {
             agent_toml,
             instructions,
             tools,
+            connections,
             skills,
             subagents,
             evals,
@@ -327,10 +331,11 @@ impl Loader {
                 };
                 let mut parts = Vec::new();
                 for (name, kind) in entries {
-                    if kind == EntryKind::File && name.ends_with(".md") {
-                        if let Some(loaded) = self.read(&format!("instructions/{name}")) {
-                            parts.push(loaded);
-                        }
+                    if kind == EntryKind::File
+                        && name.ends_with(".md")
+                        && let Some(loaded) = self.read(&format!("instructions/{name}"))
+                    {
+                        parts.push(loaded);
                     }
                 }
                 InstructionFiles::Dir(parts)
@@ -365,6 +370,27 @@ impl Loader {
             }
         }
         tools
+    }
+
+    fn connections(&mut self) -> Vec<Loaded> {
+        let mut connections = Vec::new();
+        for (name, kind) in self.list("connections").unwrap_or_default() {
+            let rel = format!("connections/{name}");
+            if kind == EntryKind::File && name.ends_with(".toml") {
+                connections.extend(self.read(&rel));
+            } else {
+                self.mark("other", &rel);
+                self.problems.push(
+                    Diagnostic::warning(
+                        code::NOT_A_CONNECTION_FILE,
+                        format!("`{rel}` is not a connection file and is ignored"),
+                    )
+                    .file(self.display(&rel))
+                    .note("`connections/` holds one `<name>.toml` file per MCP server"),
+                );
+            }
+        }
+        connections
     }
 
     fn skills(&mut self) -> Vec<SkillFile> {

@@ -168,22 +168,20 @@ fn check_part(
             ok = false;
         }
     }
-    if ok {
-        if let Err(failure) = render_part(&template, sample, budget) {
-            let code = if failure.undefined {
-                code::UNDEFINED_VARIABLE
-            } else {
-                code::TEMPLATE_RENDER
-            };
-            diags.push(
-                Diagnostic::error(code, format!("template error: {}", failure.message)).at_line(
-                    src,
-                    failure.line.unwrap_or(1),
-                    None,
-                ),
-            );
-            ok = false;
-        }
+    if ok && let Err(failure) = render_part(&template, sample, budget) {
+        let code = if failure.undefined {
+            code::UNDEFINED_VARIABLE
+        } else {
+            code::TEMPLATE_RENDER
+        };
+        diags.push(
+            Diagnostic::error(code, format!("template error: {}", failure.message)).at_line(
+                src,
+                failure.line.unwrap_or(1),
+                None,
+            ),
+        );
+        ok = false;
     }
     ok
 }

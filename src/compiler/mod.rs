@@ -2,10 +2,13 @@
 
 pub mod cache;
 pub mod config;
+pub mod connection_tools;
+pub mod connections;
 pub mod diagnostic;
 pub mod evals;
 pub mod inputs;
 pub mod instructions;
+pub mod listing;
 pub mod render;
 pub mod skills;
 pub mod source;
@@ -40,6 +43,8 @@ pub struct Build {
     /// Whether nothing changed since the last build, whose manifest this is (it is on
     /// disk already).
     pub cached: bool,
+    /// The agent's connections as compiled, errors or not (`eve connections` shows them).
+    pub connections: Vec<crate::manifest::connection::Connection>,
 }
 
 /// Where the manifest of an agent directory is written.
@@ -47,8 +52,15 @@ pub fn manifest_path(dir: &Path) -> PathBuf {
     dir.join(".eve").join("manifest.json")
 }
 
-/// Compiles the agent directory at `dir` in memory, against the built-in tools of `catalog`.
+/// Compiles the agent directory at `dir` in memory, against the built-in tools of
+/// `catalog`, with the connections' cached listings only (no server starts).
 pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
+    compile_with(dir, catalog, listing::Options::default())
+}
+
+/// Compiles the agent directory at `dir`, listing the connections' tools as `options`
+/// say (a listing from a server is cached in `.eve/connections/`).
+pub fn compile_with(dir: &Path, catalog: &Catalog, options: listing::Options<'_>) -> Build {
     let files = AgentFiles::load(dir);
     let mut diagnostics = Diagnostics::default();
     let mut keys = config::KeyVariables::default();
@@ -58,6 +70,7 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
         None,
         catalog,
         &mut keys,
+        options,
         &mut diagnostics,
     );
     keys.check(&mut diagnostics);
@@ -73,6 +86,10 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
     };
     diagnostics.sort();
     diagnostics.cap(diagnostic::MAX_PER_CODE_AND_FILE);
+    let connections = manifest
+        .as_ref()
+        .map(|m| m.connections.clone())
+        .unwrap_or_default();
     let manifest = manifest.filter(|_| !diagnostics.has_errors());
     let evals = if manifest.is_some() {
         evals
@@ -85,6 +102,7 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
         manifest,
         diagnostics,
         cached: false,
+        connections,
     }
 }
 
@@ -93,11 +111,13 @@ pub fn compile(dir: &Path, catalog: &Catalog) -> Build {
 /// build's manifest (from `.eve/manifest.json`) and diagnostics without reading any
 /// input. A cold build records what it looks at for the next one. The manifest is
 /// written by the caller ([`write_manifest`]), except on a cache hit.
-pub fn build(dir: &Path, catalog: &Catalog) -> Build {
-    if let Some(hit) = cache::check(dir)
+pub fn build(dir: &Path, catalog: &Catalog, options: listing::Options<'_>) -> Build {
+    if !options.refresh
+        && let Some(hit) = cache::check(dir)
         && let Some(manifest) = read_manifest(dir).filter(|m| m.inputs_hash == hit.inputs_hash)
     {
         return Build {
+            connections: manifest.connections.clone(),
             manifest: Some(manifest),
             evals: Vec::new(),
             eval_count: hit.eval_cases,
@@ -109,7 +129,7 @@ pub fn build(dir: &Path, catalog: &Catalog) -> Build {
     // cache records, and spoil the next check.
     let _ = std::fs::create_dir_all(dir.join(".eve"));
     let seen = std::sync::Arc::new(cache::Seen::default());
-    let build = cache::recording(&seen, || compile(dir, catalog));
+    let build = cache::recording(&seen, || compile_with(dir, catalog, options));
     if let Some(manifest) = &build.manifest {
         cache::store(
             dir,
@@ -168,6 +188,7 @@ fn compile_files(
     inherited: Option<&config::Inherited>,
     catalog: &Catalog,
     keys: &mut config::KeyVariables,
+    options: listing::Options<'_>,
     diags: &mut Diagnostics,
 ) -> Option<Manifest> {
     diags.extend(files.problems.iter().cloned());
@@ -188,7 +209,34 @@ fn compile_files(
     );
     keys.add(&mut config);
     let skills = skills::compile(&files.skills, &files.prefix, &files.boundary, diags);
-    let mut tools = tools::compile(&files.tools, &config, !skills.is_empty(), catalog, diags);
+    let read = connections::read_all(&files.connections, diags);
+    let names: Vec<&str> = read.iter().map(|r| r.connection.name.as_str()).collect();
+    let compiled = tools::compile(
+        &files.tools,
+        &config,
+        !skills.is_empty(),
+        catalog,
+        &names,
+        read.iter().any(|r| r.connection.defer),
+        diags,
+    );
+    let mut tools = compiled.tools;
+    let workspace = std::path::absolute(&config.agent.workspace.root)
+        .unwrap_or_else(|_| PathBuf::from(&config.agent.workspace.root));
+    let wanted: Vec<&crate::manifest::connection::Connection> =
+        read.iter().map(|r| &r.connection).collect();
+    let known = listing::obtain(&files.root, &workspace, &wanted, options);
+    let mut routed = compiled.routed;
+    let mut connections = Vec::new();
+    for (read, known) in read.iter().zip(&known) {
+        let (mine, rest): (Vec<_>, Vec<_>) = routed
+            .into_iter()
+            .partition(|r| r.connection == read.connection.name);
+        routed = rest;
+        let (connection, offered) = connections::check(read, known, mine, diags);
+        tools.extend(offered);
+        connections.push(connection);
+    }
 
     let child_inherits = config::Inherited {
         model: config.agent.model.clone(),
@@ -198,12 +246,14 @@ fn compile_files(
     };
     let mut subagents = Vec::new();
     for dir in &files.subagents {
-        if let Some(subagent) = compile_subagent(dir, &child_inherits, &tools, catalog, keys, diags)
+        if let Some(subagent) =
+            compile_subagent(dir, &child_inherits, &tools, catalog, keys, options, diags)
         {
             subagents.push(subagent);
         }
     }
     tools.extend(subagents.iter().map(subagent_tool));
+    check_collisions(&tools, &connections, diags);
 
     // A trial render with sample values: every variable must exist.
     let sample = crate::template::Context::new(
@@ -234,8 +284,55 @@ fn compile_files(
         tools,
         skills,
         subagents,
+        connections,
         inputs_hash: files.hash.clone(),
     })
+}
+
+/// Two tools of one name: the model could call only one of them.
+fn check_collisions(
+    tools: &[Tool],
+    connections: &[crate::manifest::connection::Connection],
+    diags: &mut Diagnostics,
+) {
+    let source = |tool: &Tool| match &tool.executor {
+        Executor::Mcp {
+            connection,
+            tool: server,
+            ..
+        } => {
+            let file = connections
+                .iter()
+                .find(|c| &c.name == connection)
+                .map_or_else(String::new, |c| c.file.clone());
+            (
+                format!("tool `{server}` of connection `{connection}`"),
+                file,
+            )
+        }
+        Executor::Subagent { name } => (format!("subagent `{name}`"), format!("subagents/{name}")),
+        _ => (format!("tool `{}`", tool.name), String::new()),
+    };
+    let mut seen: BTreeMap<&str, &Tool> = BTreeMap::new();
+    for tool in tools {
+        let Some(first) = seen.get(tool.name.as_str()) else {
+            seen.insert(&tool.name, tool);
+            continue;
+        };
+        let (a, _) = source(first);
+        let (b, file) = source(tool);
+        let diagnostic = Diagnostic::error(
+            code::TOOL_NAME_COLLISION,
+            format!("two tools are named `{}`: {a} and {b}", tool.name),
+        )
+        .note("the model tells tools apart by name alone")
+        .help("rename a connection file, or leave one tool out with `block` in its `[tools]`");
+        diags.push(if file.is_empty() {
+            diagnostic
+        } else {
+            diagnostic.file(file)
+        });
+    }
 }
 
 fn compile_subagent(
@@ -244,6 +341,7 @@ fn compile_subagent(
     parent_tools: &[Tool],
     catalog: &Catalog,
     keys: &mut config::KeyVariables,
+    options: listing::Options<'_>,
     diags: &mut Diagnostics,
 ) -> Option<Subagent> {
     let mut ok = true;
@@ -278,6 +376,7 @@ fn compile_subagent(
         Some(inherited),
         catalog,
         keys,
+        options,
         diags,
     )?;
     // A missing `description` is reported by `config` (E0501), only when the file was
@@ -314,6 +413,7 @@ fn subagent_tool(subagent: &Subagent) -> Tool {
             name: subagent.name.clone(),
         },
         settings: BTreeMap::new(),
+        defer: false,
     }
 }
 

@@ -4,11 +4,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use super::config::Config;
+use super::connections::RoutedOverride;
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
 use super::source::SourceFile;
 use super::toml_reader::{self, Spanned, TableReader, TomlFile};
 use crate::catalog::{Availability, BuiltinTool, Catalog, SettingKind};
+use crate::manifest::connection::ToolOverride;
 use crate::manifest::{Api, Approval, Executor, Tool, ToolSource};
 use crate::suggest;
 
@@ -31,6 +33,7 @@ struct Override {
     description: Option<String>,
     approval: Option<Approval>,
     timeout_secs: Option<u64>,
+    defer: Option<bool>,
     settings: BTreeMap<String, serde_json::Value>,
     is_empty: bool,
     file: String,
@@ -43,24 +46,46 @@ enum Request {
     Custom(Tool),
 }
 
+/// The tool files compiled: the tools of the catalog and the agent, and the files that
+/// change a connection's tools (checked with the connection).
+#[derive(Debug, Default)]
+pub struct Compiled {
+    pub tools: Vec<Tool>,
+    pub routed: Vec<RoutedOverride>,
+}
+
 /// Compiles every tool file and combines them with the built-in catalog into the tools
-/// the model will see (subagent tools are added by the caller).
+/// the model will see (subagent and connection tools are added by the caller).
+/// `connections` are the agent's connection names: `tools/<connection>__<tool>.toml`
+/// changes that connection's tool; `deferred_elsewhere` says whether a connection
+/// defers its tools (the catalog tools are offered when anything is deferred).
 pub fn compile(
     files: &[Loaded],
     config: &Config,
     has_skills: bool,
     catalog: &Catalog,
+    connections: &[&str],
+    deferred_elsewhere: bool,
     diags: &mut Diagnostics,
-) -> Vec<Tool> {
+) -> Compiled {
     let mut disabled = BTreeSet::new();
     let mut overrides = BTreeMap::new();
     let mut customs = BTreeMap::new();
+    let mut routed = Vec::new();
     for file in files {
         let slug = file
             .path
             .trim_start_matches("tools/")
             .trim_end_matches(".toml")
             .to_string();
+        let owner = connections
+            .iter()
+            .filter(|c| slug.starts_with(&format!("{c}__")))
+            .max_by_key(|c| c.len());
+        if let Some(owner) = owner {
+            routed.extend(compile_connection_override(owner, &slug, file, diags));
+            continue;
+        }
         match compile_file(&slug, file, catalog, diags) {
             Some(Request::Disable) => {
                 disabled.insert(slug);
@@ -75,6 +100,10 @@ pub fn compile(
         }
     }
 
+    let has_deferred = deferred_elsewhere
+        || routed.iter().any(|r| r.over.defer == Some(true))
+        || overrides.values().any(|o: &Override| o.defer == Some(true))
+        || customs.values().any(|t: &Tool| t.defer);
     let mut tools = Vec::new();
     for builtin in catalog.iter() {
         if disabled.contains(builtin.name) {
@@ -87,19 +116,24 @@ pub fn compile(
         let over = overrides.remove(builtin.name);
         // Without default tools, a built-in comes back through its tool file; `load_skill`
         // also comes with the skills themselves, which are useless without it.
-        let implied = builtin.availability == Availability::WithSkills;
+        let implied = matches!(
+            builtin.availability,
+            Availability::WithSkills | Availability::WithDeferred
+        );
         if !config.agent.default_tools && over.is_none() && !implied {
             continue;
         }
         let available = match builtin.availability {
             Availability::Always => true,
             Availability::WithSkills => has_skills,
+            Availability::WithDeferred => has_deferred,
             Availability::AnthropicOnly => config.api == Some(Api::Anthropic),
         };
         if !available {
             if let Some(over) = &over {
                 let why = match builtin.availability {
                     Availability::WithSkills => "the agent has no skills".to_string(),
+                    Availability::WithDeferred => "no tool has `defer = true`".to_string(),
                     _ => format!(
                         "it is only offered with Anthropic models, and the model is `{}`",
                         config.agent.model
@@ -116,9 +150,11 @@ pub fn compile(
             }
             continue;
         }
-        if let Some(over) = &over {
-            if over.is_empty && config.agent.default_tools {
-                diags.push(
+        if let Some(over) = &over
+            && over.is_empty
+            && config.agent.default_tools
+        {
+            diags.push(
                     Diagnostic::warning(
                         code::EMPTY_OVERRIDE,
                         format!("`{}` changes nothing", over.file),
@@ -126,12 +162,69 @@ pub fn compile(
                     .file(over.file.clone())
                     .help("set `description`, `approval`, `timeout_secs` or `[settings]`, `disabled = true`, or delete the file"),
                 );
-            }
         }
         tools.push(builtin_tool(builtin, over));
     }
     tools.extend(customs.into_values());
-    tools
+    Compiled { tools, routed }
+}
+
+/// `tools/<connection>__<tool>.toml`: the description, approval or deferral of one tool
+/// of a connection, or `disabled = true`. Whether the tool exists is checked with the
+/// server's listing.
+fn compile_connection_override(
+    connection: &str,
+    slug: &str,
+    file: &Loaded,
+    diags: &mut Diagnostics,
+) -> Option<RoutedOverride> {
+    if !super::connection_tools::is_provider_name(slug) {
+        diags.push(
+            Diagnostic::error(code::INVALID_TOOL_SLUG, format!("invalid tool name `{slug}`"))
+                .file(file.display.clone())
+                .note("tool names are at most 64 letters, digits, `_` and `-`; `eve connections` shows the names a connection's tools have"),
+        );
+        return None;
+    }
+    let src = SourceFile::new(&file.display, &file.text);
+    let toml = match TomlFile::parse(src.clone()) {
+        Ok(toml) => toml,
+        Err(diagnostic) => {
+            diags.push(*diagnostic);
+            return None;
+        }
+    };
+    let mut root = toml.root();
+    let span = root.keys().first().and_then(|k| root.key_span(k));
+    let mut over = ToolOverride {
+        file: file.display.clone(),
+        ..ToolOverride::default()
+    };
+    over.disabled = root.bool("disabled").is_some_and(|d| d.value);
+    if let Some(description) = root.string("description") {
+        over.description = non_empty(&toml, "description", description);
+    }
+    over.approval = read_approval(&mut root);
+    over.defer = root.bool("defer").map(|d| d.value);
+    if over.disabled {
+        root.reject_all_but(
+            &["disabled"],
+            "cannot be set on a disabled tool",
+            code::DISABLED_WITH_KEYS,
+        );
+    } else {
+        root.finish();
+    }
+    let problems = toml.into_diagnostics();
+    let ok = !problems.has_errors();
+    diags.extend(problems);
+    ok.then(|| RoutedOverride {
+        connection: connection.to_string(),
+        final_name: slug.to_string(),
+        over,
+        src,
+        span,
+    })
 }
 
 fn builtin_tool(builtin: &BuiltinTool, over: Option<Override>) -> Tool {
@@ -152,8 +245,27 @@ fn builtin_tool(builtin: &BuiltinTool, over: Option<Override>) -> Tool {
         read_only: builtin.read_only,
         executor: Executor::Builtin,
         settings: over.settings,
+        defer: over.defer.unwrap_or(false),
     }
 }
+
+/// `defer = true`: the tool is reached through the catalog. The catalog's own tools
+/// cannot be, or nothing would reach the rest.
+fn read_defer(slug: &str, root: &mut TableReader<'_>) -> Option<bool> {
+    let defer = root.bool("defer")?;
+    if defer.value && CATALOG_TOOLS.contains(&slug) {
+        root.file().error(
+            code::INVALID_VALUE,
+            format!("`{slug}` cannot be deferred: it is how the model reaches deferred tools"),
+            defer.span,
+        );
+        return None;
+    }
+    Some(defer.value)
+}
+
+/// The built-ins through which the model reaches deferred tools.
+const CATALOG_TOOLS: &[&str] = &["search_tools", "call_tool"];
 
 fn compile_file(
     slug: &str,
@@ -243,6 +355,7 @@ fn read_tool(
     }
     over.approval = read_approval(root);
     over.timeout_secs = root.positive_int("timeout_secs").map(|t| t.value);
+    over.defer = read_defer(slug, root);
     if let Some(settings) = root.table("settings") {
         over.settings = read_settings(builtin, settings);
     }
@@ -423,22 +536,23 @@ fn read_custom(
         .positive_int("timeout_secs")
         .map_or(CUSTOM_TOOL_TIMEOUT_SECS, |t| t.value);
     let read_only = root.bool("read_only").is_some_and(|b| b.value);
+    let defer = read_defer(slug, root).unwrap_or(false);
     let schema = read_schema(root);
     let allow_options = root.bool("allow_option_arguments");
     let command = read_command(root, allow_options.as_ref().is_some_and(|b| b.value));
     let http = read_http(root);
-    if let Some(flag) = &allow_options {
-        if !root.contains("command") {
-            toml.report(
-                Diagnostic::error(
-                    code::INVALID_VALUE,
-                    "`allow_option_arguments` applies only to command tools",
-                )
-                .at(&toml.src, flag.span.clone())
-                .note("it lets an argument of `command` built from the input start with `-`"),
-            );
-            ok = false;
-        }
+    if let Some(flag) = &allow_options
+        && !root.contains("command")
+    {
+        toml.report(
+            Diagnostic::error(
+                code::INVALID_VALUE,
+                "`allow_option_arguments` applies only to command tools",
+            )
+            .at(&toml.src, flag.span.clone())
+            .note("it lets an argument of `command` built from the input start with `-`"),
+        );
+        ok = false;
     }
 
     let mut missing = Vec::new();
@@ -473,20 +587,20 @@ fn read_custom(
         );
         ok = false;
     }
-    if catalog.find(slug).is_none() {
-        if let Some(near) = catalog.names().find(|b| suggest::one_edit_apart(slug, b)) {
-            toml.report(
-                Diagnostic::warning(
-                    code::NEAR_BUILTIN,
-                    format!("new tool `{slug}` is one letter away from the built-in `{near}`"),
-                )
-                .file(display)
-                .note("this file adds a new tool; it does not change the built-in")
-                .help(format!(
-                    "if you meant to change the built-in, rename the file to `tools/{near}.toml`"
-                )),
-            );
-        }
+    if catalog.find(slug).is_none()
+        && let Some(near) = catalog.names().find(|b| suggest::one_edit_apart(slug, b))
+    {
+        toml.report(
+            Diagnostic::warning(
+                code::NEAR_BUILTIN,
+                format!("new tool `{slug}` is one letter away from the built-in `{near}`"),
+            )
+            .file(display)
+            .note("this file adds a new tool; it does not change the built-in")
+            .help(format!(
+                "if you meant to change the built-in, rename the file to `tools/{near}.toml`"
+            )),
+        );
     }
     let executor = command.or(http);
     match (ok, description, schema, executor) {
@@ -500,6 +614,7 @@ fn read_custom(
             read_only,
             executor,
             settings: BTreeMap::new(),
+            defer,
         }),
         _ => None,
     }
@@ -663,7 +778,12 @@ fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
 }
 
 /// Checks that a tool template parses and uses only the variables tool templates get.
-fn check_template(toml: &TomlFile, key: &str, value: &Spanned<String>, allowed: &[&str]) -> bool {
+pub(super) fn check_template(
+    toml: &TomlFile,
+    key: &str,
+    value: &Spanned<String>,
+    allowed: &[&str],
+) -> bool {
     let env = minijinja::Environment::new();
     let template = match env.template_from_str(&value.value) {
         Ok(t) => t,

@@ -89,6 +89,8 @@ mod tests {
                     workspace: "/w".into(),
                     tools: vec![],
                     unavailable_tools: vec![],
+                    deferred_tools: vec![],
+                    warnings: vec![],
                 },
                 meta: Meta {
                     id: "evt_1".into(),

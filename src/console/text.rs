@@ -95,14 +95,34 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
     fn text(&mut self, kind: &EventKind) {
         match kind {
             EventKind::SessionStarted {
-                unavailable_tools, ..
-            } if !self.quiet && self.notes => {
-                for tool in unavailable_tools {
-                    self.note(&format!(
-                        "note: `{}` is not offered to the model: {}",
-                        tool.name, tool.reason
-                    ));
+                unavailable_tools,
+                warnings,
+                ..
+            } if !self.quiet => {
+                for warning in warnings {
+                    self.note(&format!("warning: {warning}"));
                 }
+                if self.notes {
+                    for tool in unavailable_tools {
+                        self.note(&format!(
+                            "note: `{}` is not offered to the model: {}",
+                            tool.name, tool.reason
+                        ));
+                    }
+                }
+            }
+            EventKind::ToolsChanged {
+                connection,
+                added,
+                removed,
+                ..
+            } if !self.quiet => {
+                let mut parts: Vec<String> = added.iter().map(|n| format!("+{n}")).collect();
+                parts.extend(removed.iter().map(|n| format!("-{n}")));
+                self.note(&format!(
+                    "· connection `{connection}` changed its tools: {}",
+                    parts.join(" ")
+                ));
             }
             EventKind::StepStarted { .. } => {
                 self.end_text_line();
@@ -361,6 +381,7 @@ mod tests {
                 output: "a1 one\nb2 two\n".into(),
                 is_error: false,
                 duration_ms: 12,
+                connection: None,
             }));
             console.event(&event(EventKind::MessageAppended {
                 turn_id: "t".into(),
@@ -406,6 +427,7 @@ mod tests {
                 output: "x\u{202e}gnigats\u{1b}[31m".into(),
                 is_error: true,
                 duration_ms: 1,
+                connection: None,
             }));
         }
         let out = String::from_utf8(out).unwrap();

@@ -67,6 +67,8 @@ struct Dev {
     active: Manifest,
     /// A good build waiting for the next turn.
     pending: Option<(Manifest, String)>,
+    /// The active build's servers, kept running from turn to turn.
+    connections: Option<Arc<crate::connections::Connections>>,
     session: Option<String>,
     interactive: bool,
     /// Turns run so far (the first one notes the tools that are not offered).
@@ -78,7 +80,7 @@ struct Dev {
 /// Runs `eve dev` until `/quit` or the end of input; returns the exit code.
 pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let base = options.dir.to_string_lossy().into_owned();
-    let build = compiler::build(&options.dir, &crate::tools::builtin::CATALOG);
+    let build = crate::connections::build(&options.dir, false);
     print_diagnostics(&build, &base);
     let build_cached = build.cached;
     let Some(active) = build.manifest else {
@@ -113,6 +115,7 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
         base,
         active,
         pending: None,
+        connections: None,
         session,
         interactive,
         turns: 0,
@@ -151,6 +154,9 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
                 let _ = ready_tx.send(());
             }
         }
+    }
+    if let Some(connections) = dev.connections.take() {
+        runtime.block_on(connections.stop());
     }
     Ok(runner::exit::COMPLETED)
 }
@@ -237,7 +243,7 @@ impl Dev {
     }
 
     fn rebuild(&mut self) {
-        let build = compiler::compile(&self.options.dir, &crate::tools::builtin::CATALOG);
+        let build = crate::connections::build(&self.options.dir, false);
         let current = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
         let decision = reload::decide(current, build);
         self.announce(decision);
@@ -279,19 +285,39 @@ impl Dev {
                 .then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
             sandbox_mode: None,
             no_network: false,
+            connections: self.connections.clone(),
+        }
+    }
+
+    /// The servers for the active build: the running ones, unless its connections
+    /// changed (then they stop and new ones start with the turn).
+    fn servers(&mut self, previous: Option<&Manifest>, runtime: &tokio::runtime::Runtime) {
+        let changed = previous.is_some_and(|p| p.connections != self.active.connections);
+        if changed && let Some(old) = self.connections.take() {
+            runtime.block_on(old.stop());
+        }
+        if self.connections.is_none() {
+            let workspace = runner::workspace(&self.active, None).ok();
+            let agent_dir = self.options.dir.canonicalize().ok();
+            if let (Some(workspace), Some(agent_dir)) = (workspace, agent_dir) {
+                self.connections =
+                    crate::connections::Connections::new(&self.active, &agent_dir, &workspace);
+            }
         }
     }
 
     fn turn(&mut self, action: Action, runtime: &tokio::runtime::Runtime) {
         // A definition the agent changed itself waits for the person's /accept.
+        let mut previous = None;
         if let Some(change) = crate::review::pending(&self.options.dir) {
             eprintln!(
                 "note: still using the last build you saw: the agent's definition changed while it ran ({}); /accept uses it",
                 change.summary
             );
         } else if let Some((manifest, _)) = self.pending.take() {
-            self.active = manifest;
+            previous = Some(std::mem::replace(&mut self.active, manifest));
         }
+        self.servers(previous.as_ref(), runtime);
         let prepared =
             match runner::prepare(self.active.clone(), &self.options.dir, &self.options()) {
                 Ok(prepared) => prepared,
@@ -444,7 +470,7 @@ impl Dev {
                 }
             }
             "/reload" => {
-                let build = compiler::compile(&self.options.dir, &crate::tools::builtin::CATALOG);
+                let build = crate::connections::build(&self.options.dir, false);
                 match reload::decide(&self.active, build) {
                     Reload::Unchanged => {
                         self.pending = None;

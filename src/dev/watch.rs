@@ -23,6 +23,7 @@ pub fn is_relevant(relative: &Path) -> bool {
             | "skills"
             | "subagents"
             | "evals"
+            | "connections"
     );
     if !top {
         return false;
@@ -106,6 +107,7 @@ mod tests {
             "skills/s/SKILL.md",
             "subagents/e/agent.toml",
             "evals/fix-typo.toml",
+            "connections/fs.toml",
         ] {
             assert!(is_relevant(Path::new(path)), "{path}");
         }

@@ -352,6 +352,7 @@ mod tests {
                     output: "Found.".into(),
                     is_error: false,
                     duration_ms: 1,
+                    connection: None,
                 },
                 None,
             ),

@@ -143,6 +143,8 @@ async fn drive(
             false,
             &crate::sandbox::Support::detect(),
         )?;
+        // Each run starts the agent's servers in its own workspace, as `eve run` would.
+        let connections = crate::connections::Connections::new(&manifest, &suite.agent_dir, &root);
         let setup = Setup {
             sandbox,
             max_steps: manifest.agent.limits.max_steps,
@@ -159,6 +161,7 @@ async fn drive(
             asker: None,
             approve_all: false,
             stubs: (!case.stubs.is_empty()).then(|| Arc::new(Stubs::new(&case.stubs))),
+            connections,
         };
         let (emitter, rx) = Emitter::channel();
         let harness = Harness::new(setup, emitter, result.session_id.clone())?;
@@ -211,6 +214,7 @@ async fn drive(
     if let Some(last) = turns.last() {
         harness.finish(&last.outcome);
     }
+    harness.stop().await;
     while let Ok(event) = rx.try_recv() {
         all_events.push(event);
     }
@@ -292,7 +296,10 @@ async fn turns_loop(
     turns: &mut Vec<TurnDone>,
     stopped: &mut Option<String>,
 ) {
-    harness.start();
+    if let Err(error) = harness.start().await {
+        *stopped = Some(error);
+        return;
+    }
     let count = case.turns.len();
     for (n, turn) in case.turns.iter().enumerate() {
         if cancel.is_cancelled() {

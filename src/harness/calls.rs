@@ -67,8 +67,7 @@ impl Harness {
             items,
             max_parallel,
             |(call, plan)| {
-                matches!(plan, Plan::Run | Plan::RunApproved)
-                    && !registry.runs_in_parallel(&call.name)
+                matches!(plan, Plan::Run | Plan::RunApproved) && !registry.runs_in_parallel(call)
             },
             |_, (call, plan)| {
                 let registry = registry.clone();
@@ -80,10 +79,11 @@ impl Harness {
                         Plan::Run => registry.call(&call, ctx).await,
                         Plan::RunApproved => registry.call_approved(&call, ctx).await,
                     };
-                    (call, output, started.elapsed())
+                    let connection = registry.connection_of(&call);
+                    (call, output, started.elapsed(), connection)
                 }
             },
-            |_, (call, output, elapsed)| {
+            |_, (call, output, elapsed, connection)| {
                 emitter.emit(EventKind::ActionResult {
                     turn_id: turn_id.to_string(),
                     step,
@@ -92,6 +92,7 @@ impl Harness {
                     output: output.content.clone(),
                     is_error: output.is_error,
                     duration_ms: elapsed.as_millis() as u64,
+                    connection: connection.clone(),
                 });
             },
         )
@@ -99,11 +100,12 @@ impl Harness {
         self.push(Message::Tool {
             results: results
                 .into_iter()
-                .map(|(call, output, _)| ToolResult {
+                .map(|(call, output, _, _)| ToolResult {
                     call_id: call.id,
                     name: call.name,
                     content: output.content,
                     is_error: output.is_error,
+                    images: output.images,
                 })
                 .collect(),
         });

@@ -24,6 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::connections::Connections;
 use crate::manifest::{Manifest, Mode};
 use crate::protocol::{
     EndReason, EventKind, InputRequest, Journal, Message, Parked, Record, Resolution, Snapshot,
@@ -69,6 +70,8 @@ pub struct Setup {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Tool effects replaced for this run (an eval case's stubs); child agents share them.
     pub stubs: Option<Arc<Stubs>>,
+    /// The MCP servers whose tools the agent uses; `None` when it has none.
+    pub connections: Option<Arc<Connections>>,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.
@@ -115,17 +118,7 @@ impl Harness {
             (Some(journal), _) => emitter.with_journal(journal.clone()),
             (None, _) => emitter,
         };
-        let can_ask = setup.asker.is_some() || (setup.depth == 0 && setup.journal.is_some());
-        let registry = Registry::for_provider(
-            &setup.manifest,
-            setup.provider.capabilities().hosted_web_search,
-            can_ask,
-            setup.sandbox.as_ref().and_then(|s| s.withheld.as_deref()),
-        );
-        let registry = Arc::new(match &setup.stubs {
-            Some(stubs) => registry.with_stubs(stubs),
-            None => registry,
-        });
+        let registry = Arc::new(registry(&setup));
         let system = prompt::system_prompt(
             &setup.manifest,
             &registry,
@@ -207,8 +200,25 @@ impl Harness {
         self.parked.as_ref().map(|p| &p.request)
     }
 
-    /// Emits `session.started` (at every start of a process, new session or not).
-    pub fn start(&self) {
+    /// Starts the connections' servers (side by side), then emits `session.started`
+    /// (at every start of a process, new session or not). Fails when a `required`
+    /// server did not start.
+    pub async fn start(&mut self) -> Result<(), String> {
+        let mut warnings = Vec::new();
+        let mut error = None;
+        if let Some(connections) = self.setup.connections.clone() {
+            let started = connections.start().await;
+            warnings = started.warnings;
+            error = started.error;
+            self.registry = Arc::new(registry(&self.setup));
+            self.system = prompt::system_prompt(
+                &self.setup.manifest,
+                &self.registry,
+                &self.setup.model,
+                &self.setup.workspace,
+                &|name| std::env::var(name).ok(),
+            )?;
+        }
         self.emitter.emit(EventKind::SessionStarted {
             session_id: self.session_id.clone(),
             agent: self.setup.manifest.agent.name.clone(),
@@ -216,7 +226,41 @@ impl Harness {
             workspace: self.setup.workspace.display().to_string(),
             tools: self.registry.names(),
             unavailable_tools: self.registry.unavailable().to_vec(),
+            deferred_tools: self.registry.deferred(),
+            warnings,
         });
+        error.map_or(Ok(()), Err)
+    }
+
+    /// At a step boundary: the connections whose servers said their tools changed are
+    /// listed again, and the registry follows (`tools.changed` says what changed).
+    async fn refresh_tools(&mut self, turn_id: &str) {
+        let Some(connections) = self.setup.connections.clone() else {
+            return;
+        };
+        let refreshed = connections.refresh().await;
+        if !refreshed.stale {
+            return;
+        }
+        self.registry = Arc::new(registry(&self.setup));
+        for change in refreshed.changed {
+            self.emitter.emit(EventKind::ToolsChanged {
+                turn_id: turn_id.to_string(),
+                connection: change.connection,
+                added: change.added,
+                removed: change.removed,
+            });
+        }
+    }
+
+    /// Stops the servers of the session's connections, unless someone else holds them
+    /// too (`eve dev` across turns, the agent that started this child).
+    pub async fn stop(&self) {
+        if let Some(connections) = &self.setup.connections
+            && Arc::strong_count(connections) == 1
+        {
+            connections.stop().await;
+        }
     }
 
     /// Emits how the session stands after a turn: `session.failed` after an error,
@@ -285,5 +329,31 @@ impl Harness {
     /// Whether this harness can park a turn: the top agent of a journaled session.
     fn can_park(&self) -> bool {
         self.setup.depth == 0 && self.emitter.journal().is_some()
+    }
+}
+
+/// The tools of a session: the manifest's, with the connections' as their servers offer
+/// them now.
+fn registry(setup: &Setup) -> Registry {
+    let can_ask = setup.asker.is_some() || (setup.depth == 0 && setup.journal.is_some());
+    let hosted = setup.provider.capabilities().hosted_web_search;
+    let withheld = setup.sandbox.as_ref().and_then(|s| s.withheld.as_deref());
+    let registry = match &setup.connections {
+        Some(connections) => {
+            let (external, missing) = connections.external();
+            Registry::with_external(
+                &setup.manifest,
+                hosted,
+                can_ask,
+                withheld,
+                external,
+                missing,
+            )
+        }
+        None => Registry::for_provider(&setup.manifest, hosted, can_ask, withheld),
+    };
+    match &setup.stubs {
+        Some(stubs) => registry.with_stubs(stubs),
+        None => registry,
     }
 }

@@ -170,6 +170,7 @@ impl Harness {
                         output: output.clone(),
                         is_error: *is_error,
                         duration_ms: 0,
+                        connection: None,
                     });
                 }
             }

@@ -20,7 +20,7 @@ pub fn system_prompt(
     let context = Context::new(
         &manifest.agent,
         model,
-        manifest.tools.iter().filter(|t| offered.contains(&t.name)),
+        registry.tools().filter(|t| !t.defer),
         &manifest.skills,
         workspace.display().to_string(),
         crate::ids::now_rfc3339().chars().take(10).collect(),
@@ -36,7 +36,29 @@ pub fn system_prompt(
     if !manifest.skills.is_empty() && registry.offers(crate::tools::builtin::Builtin::LoadSkill) {
         prompt.push_str(&skills_section(manifest));
     }
+    if offered.iter().any(|t| t == "search_tools") && !registry.deferred().is_empty() {
+        prompt.push_str(&catalog_section(manifest));
+    }
     Ok(prompt)
+}
+
+/// Told only when something is deferred; its size does not grow with the number of
+/// deferred tools, so the prompt stays small and the same.
+fn catalog_section(manifest: &Manifest) -> String {
+    let mut out = String::from(
+        "\n\n# More tools\n\nMore tools are available than are in your tool list. When a task needs something your listed tools cannot do, find a tool with `search_tools` and run it with `call_tool`.",
+    );
+    let deferred: Vec<_> = manifest.connections.iter().filter(|c| c.defer).collect();
+    if !deferred.is_empty() {
+        out.push_str(" They include the tools of these connections:\n");
+        for connection in deferred {
+            match &connection.description {
+                Some(d) => out.push_str(&format!("\n- `{}`: {d}", connection.name)),
+                None => out.push_str(&format!("\n- `{}`", connection.name)),
+            }
+        }
+    }
+    out
 }
 
 fn skills_section(manifest: &Manifest) -> String {

@@ -49,6 +49,12 @@ impl Spawner for ChildSpawner {
                     )?;
                     (resolved.provider, resolved.model_id, resolved.reference)
                 };
+            // The `agent` tool's copy shares this agent's servers; a subagent has its own.
+            let connections = if agent_dir == self.setup.agent_dir {
+                self.setup.connections.clone()
+            } else {
+                crate::connections::Connections::new(&manifest, &agent_dir, &self.setup.workspace)
+            };
             let setup = Setup {
                 max_steps: manifest.agent.limits.max_steps,
                 manifest,
@@ -65,11 +71,16 @@ impl Spawner for ChildSpawner {
                 approve_all: self.setup.approve_all,
                 sandbox: self.setup.sandbox.clone(),
                 stubs: self.setup.stubs.clone(),
+                connections,
             };
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
-            child.start();
-            let outcome = Box::pin(child.run_turn(task, cancel)).await;
+            let started = child.start().await;
+            let outcome = match started {
+                Ok(()) => Box::pin(child.run_turn(task, cancel)).await,
+                Err(error) => TurnOutcome::failed(error),
+            };
             child.finish(&outcome);
+            child.stop().await;
             Ok(outcome)
         }
         .boxed()
@@ -81,6 +92,7 @@ impl Harness {
     pub(super) fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
         ToolContext {
             cancel: cancel.clone(),
+            catalog: Some(self.registry.clone()),
             ..self.tools.clone()
         }
     }
@@ -110,6 +122,7 @@ pub(super) fn tools_context(
                 .collect(),
         ),
         sandbox: setup.sandbox.clone(),
+        catalog: None,
         spawner: Some(Arc::new(ChildSpawner {
             setup: setup.clone(),
             emitter: emitter.clone(),

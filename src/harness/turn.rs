@@ -153,6 +153,7 @@ impl Harness {
 
     /// One step: compaction if needed, one model call, its tool calls; then the decision.
     pub async fn step(&mut self, turn: &mut Turn, cancel: &CancellationToken) -> Next {
+        self.refresh_tools(&turn.id).await;
         if let Err(error) = self.maybe_compact(&turn.id, false).await {
             return Next::Fail(error);
         }

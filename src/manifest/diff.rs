@@ -39,6 +39,10 @@ pub fn summarize(old: &Manifest, new: &Manifest) -> String {
             "subagents",
             named_changes(&old.subagents, &new.subagents, |s| &s.name),
         ),
+        (
+            "connections",
+            named_changes(&old.connections, &new.connections, |c| &c.name),
+        ),
     ] {
         if !changes.is_empty() {
             parts.push(format!("{what} {}", changes.join(" ")));

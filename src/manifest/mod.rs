@@ -1,5 +1,6 @@
 //! The manifest: a compiled agent directory, everything a run needs (serde types).
 
+pub mod connection;
 pub mod diff;
 pub mod eval;
 pub mod model;
@@ -21,6 +22,9 @@ pub struct Manifest {
     pub tools: Vec<Tool>,
     pub skills: Vec<Skill>,
     pub subagents: Vec<Subagent>,
+    /// MCP servers whose tools the agent uses (their offered tools are in `tools`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<connection::Connection>,
     /// SHA-256 of every input file (and of eve's version); a run rebuilds when it differs.
     pub inputs_hash: String,
 }
@@ -205,6 +209,13 @@ pub struct Tool {
     pub read_only: bool,
     pub executor: Executor,
     pub settings: BTreeMap<String, serde_json::Value>,
+    /// Left out of the tool list; the model reaches it through `search_tools` and `call_tool`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub defer: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// Where a tool comes from.
@@ -217,6 +228,8 @@ pub enum ToolSource {
     Override,
     /// A tool defined by the agent (new, or replacing a built-in).
     Custom,
+    /// A tool of an MCP server (`connections/<name>.toml`).
+    Connection,
 }
 
 /// Whether a person must approve each call.
@@ -252,10 +265,13 @@ pub enum Executor {
     },
     /// The subagent of that name, run with the input's `task`.
     Subagent { name: String },
-}
-
-fn is_false(value: &bool) -> bool {
-    !value
+    /// The tool `tool` of the MCP server of connection `connection`.
+    Mcp {
+        connection: String,
+        tool: String,
+        #[serde(default, skip_serializing_if = "connection::Annotations::is_empty")]
+        annotations: connection::Annotations,
+    },
 }
 
 /// A skill the model can load.

@@ -135,6 +135,12 @@ pub enum EventKind {
         /// Tools of the manifest eve cannot run, with the reason; never offered.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         unavailable_tools: Vec<Unavailable>,
+        /// Tools reached through the tool catalog (`search_tools`, `call_tool`) instead.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        deferred_tools: Vec<String>,
+        /// What the person should know about the session's connections, one line each.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
     },
     #[serde(rename = "turn.started")]
     TurnStarted { session_id: String, turn_id: String },
@@ -172,6 +178,20 @@ pub enum EventKind {
         output: String,
         is_error: bool,
         duration_ms: u64,
+        /// The connection whose MCP server ran the tool.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connection: Option<String>,
+    },
+    /// Between steps, a connection's server changed its tools
+    /// (`notifications/tools/list_changed`): the tools offered from the next step on.
+    #[serde(rename = "tools.changed")]
+    ToolsChanged {
+        turn_id: String,
+        connection: String,
+        /// Tools offered from now on that were not before.
+        added: Vec<String>,
+        /// Tools no longer offered.
+        removed: Vec<String>,
     },
     /// The turn needs a person: a question or an approval.
     #[serde(rename = "input.requested")]
@@ -280,6 +300,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "reasoning.appended",
     "actions.requested",
     "action.result",
+    "tools.changed",
     "input.requested",
     "input.resolved",
     "compaction.requested",
@@ -307,6 +328,7 @@ impl EventKind {
             EventKind::ReasoningAppended { .. } => "reasoning.appended",
             EventKind::ActionsRequested { .. } => "actions.requested",
             EventKind::ActionResult { .. } => "action.result",
+            EventKind::ToolsChanged { .. } => "tools.changed",
             EventKind::InputRequested { .. } => "input.requested",
             EventKind::InputResolved { .. } => "input.resolved",
             EventKind::CompactionRequested { .. } => "compaction.requested",

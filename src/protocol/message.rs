@@ -42,7 +42,12 @@ impl Message {
                         .map(|c| c.name.len() + c.input.to_string().len())
                         .sum::<usize>()
             }
-            Message::Tool { results } => results.iter().map(|r| r.content.len() + 16).sum(),
+            Message::Tool { results } => results
+                .iter()
+                .map(|r| {
+                    r.content.len() + 16 + r.images.iter().map(|i| i.data.len()).sum::<usize>()
+                })
+                .sum(),
         }
     }
 }
@@ -64,6 +69,18 @@ pub struct ToolResult {
     pub content: String,
     #[serde(default)]
     pub is_error: bool,
+    /// Images the tool returned (an MCP server's image content), for providers that take
+    /// them in tool results; the others get a line about each in `content`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image in a tool result: base64 data of a PNG, JPEG, GIF or WebP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    pub media_type: String,
+    /// Standard base64, as MCP and the provider APIs carry it.
+    pub data: String,
 }
 
 /// A tool offered to the model.

@@ -13,6 +13,6 @@ pub use event::{
     Action, EndReason, Event, EventKind, InputKind, InputRequest, Meta, Resolution, Unavailable,
 };
 pub use journal::Journal;
-pub use message::{Message, ToolCall, ToolKind, ToolResult, ToolSpec, Usage};
+pub use message::{Image, Message, ToolCall, ToolKind, ToolResult, ToolSpec, Usage};
 pub use record::{Record, Stamp, StampRecord, Todo, TodoStatus};
 pub use turn::{Parked, Snapshot, TurnOutcome};

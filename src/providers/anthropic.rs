@@ -433,10 +433,22 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 results
                     .iter()
                     .map(|r| {
+                        let text = if r.content.is_empty() { "(no output)" } else { r.content.as_str() };
+                        // Images go as image blocks beside the text (an MCP server's).
+                        let content = if r.images.is_empty() {
+                            json!(text)
+                        } else {
+                            let mut parts = vec![json!({"type": "text", "text": text})];
+                            parts.extend(r.images.iter().map(|i| json!({
+                                "type": "image",
+                                "source": {"type": "base64", "media_type": i.media_type, "data": i.data},
+                            })));
+                            json!(parts)
+                        };
                         let mut block = json!({
                             "type": "tool_result",
                             "tool_use_id": r.call_id,
-                            "content": if r.content.is_empty() { "(no output)" } else { r.content.as_str() },
+                            "content": content,
                         });
                         if r.is_error {
                             block["is_error"] = json!(true);

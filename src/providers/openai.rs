@@ -320,13 +320,20 @@ pub fn request_body(request: &ModelRequest, flavour: Flavour) -> Value {
             }
             Message::Tool { results } => {
                 for r in results {
-                    let content = if r.is_error {
+                    let mut content = if r.is_error {
                         format!("Error: {}", r.content)
                     } else if r.content.is_empty() {
                         "(no output)".to_string()
                     } else {
                         r.content.clone()
                     };
+                    // Chat Completions takes no images in tool messages: say so.
+                    if !r.images.is_empty() {
+                        content.push_str(&format!(
+                            "\n({} image(s) not shown: this API takes no images in tool results)",
+                            r.images.len()
+                        ));
+                    }
                     messages.push(
                         json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
                     );

@@ -278,6 +278,7 @@ pub fn repair(r: &Replayed) -> Vec<Record> {
                         call_id: call.id,
                         name: call.name,
                         is_error: true,
+                        images: Vec::new(),
                     })
                     .collect(),
             },
@@ -341,6 +342,8 @@ mod tests {
                 workspace: "/w".into(),
                 tools: vec![],
                 unavailable_tools: vec![],
+                deferred_tools: vec![],
+                warnings: vec![],
             }),
             event(EventKind::TurnStarted {
                 session_id: "ses_1".into(),

@@ -145,10 +145,10 @@ impl CommandPattern {
         let mut uncertain = false;
         let mut at = 0;
         for word in rest.iter().filter(|w| !w.is_any()) {
-            if let Some(needed) = &word.letters {
-                if needed.iter().all(|c| letters.contains(c)) {
-                    continue;
-                }
+            if let Some(needed) = &word.letters
+                && needed.iter().all(|c| letters.contains(c))
+            {
+                continue;
             }
             match args[at..]
                 .iter()

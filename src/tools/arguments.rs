@@ -16,19 +16,18 @@ pub fn explain(error: &serde_path_to_error::Error<serde_json::Error>) -> String 
     if let Some(rest) = message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))
+        && let Some((found, wanted)) = rest.rsplit_once(", expected ")
     {
-        if let Some((found, wanted)) = rest.rsplit_once(", expected ") {
-            return format!(
-                "`{path}` must be {}, not {}",
-                expected(wanted),
-                unexpected(found)
-            );
-        }
+        return format!(
+            "`{path}` must be {}, not {}",
+            expected(wanted),
+            unexpected(found)
+        );
     }
-    if let Some(rest) = message.strip_prefix("unknown variant ") {
-        if let Some((found, wanted)) = rest.split_once(", expected ") {
-            return format!("`{path}` must be {wanted}, not {found}");
-        }
+    if let Some(rest) = message.strip_prefix("unknown variant ")
+        && let Some((found, wanted)) = rest.split_once(", expected ")
+    {
+        return format!("`{path}` must be {wanted}, not {found}");
     }
     if let Some(rest) = message.strip_prefix("unknown field ") {
         // The path already ends with the unknown field.

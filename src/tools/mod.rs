@@ -34,6 +34,8 @@ pub use registry::Registry;
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Images for providers that take them in tool results (an MCP server's).
+    pub images: Vec<crate::protocol::Image>,
 }
 
 impl ToolOutput {
@@ -42,6 +44,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -50,6 +53,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }
@@ -80,6 +84,8 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Starts child agents (the `agent` tool and subagents); `None` where none may start.
     pub spawner: Option<Arc<dyn Spawner>>,
+    /// The session's tools, for the tool catalog (`search_tools`, `call_tool`).
+    pub catalog: Option<Arc<Registry>>,
 }
 
 impl ToolContext {
@@ -98,6 +104,7 @@ impl ToolContext {
             read_roots: Arc::new(Vec::new()),
             sandbox: None,
             spawner: None,
+            catalog: None,
         }
     }
 

@@ -413,15 +413,15 @@ mod tests {
         // The test process, outside the call, opens the program's stdout and keeps it.
         let holder = tokio::task::spawn_blocking(move || {
             loop {
-                if let Ok(pid) = std::fs::read_to_string(&pidfile2) {
-                    if let Ok(pid) = pid.trim().parse::<u32>() {
-                        let pipe = std::fs::OpenOptions::new()
-                            .write(true)
-                            .open(format!("/proc/{pid}/fd/1"))
-                            .unwrap();
-                        std::fs::write(pidfile2.with_extension("held"), "").unwrap();
-                        return pipe;
-                    }
+                if let Ok(pid) = std::fs::read_to_string(&pidfile2)
+                    && let Ok(pid) = pid.trim().parse::<u32>()
+                {
+                    let pipe = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(format!("/proc/{pid}/fd/1"))
+                        .unwrap();
+                    std::fs::write(pidfile2.with_extension("held"), "").unwrap();
+                    return pipe;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }

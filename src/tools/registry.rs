@@ -1,5 +1,8 @@
-//! The tools a run offers: built from the manifest, each with its schema validator and executor.
+//! The tools a run offers: built from the manifest (and the live tools of its
+//! connections), each with its schema validator and executor; the deferred ones are
+//! reached through the tool catalog.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,9 +26,19 @@ struct Entry {
     validator: jsonschema::Validator,
     exec: Arc<dyn ToolExec>,
     kind: ToolKind,
+    /// What `search_tools` matches a deferred tool by.
+    search: Option<SearchText>,
 }
 
-/// The executable tools of a manifest, in manifest order.
+/// A tool from outside the manifest's executors: a connection's, as its server offers it
+/// now (the live list can differ from the build's).
+#[derive(Debug, Clone)]
+pub struct External {
+    pub tool: manifest::Tool,
+    pub exec: Arc<dyn ToolExec>,
+}
+
+/// The executable tools of a manifest, in manifest order, then the external ones.
 #[derive(Debug)]
 pub struct Registry {
     entries: Vec<Entry>,
@@ -63,6 +76,9 @@ fn executor(
                 max_depth: max_depth(manifest),
             }))
         }
+        Executor::Mcp { connection, .. } => Err(format!(
+            "its connection `{connection}` is not running in this session"
+        )),
     }
 }
 
@@ -79,15 +95,47 @@ impl Registry {
     /// cannot park its turn, so it has no `ask_question` unless someone is at a terminal.
     /// `processes_withheld` says why the tools that start processes (`bash`, command
     /// tools) are not offered, when the sandbox they would need is missing.
+    /// The manifest's connection tools are left out, as no server runs.
     pub fn for_provider(
         manifest: &manifest::Manifest,
         hosted_web_search: bool,
         can_ask: bool,
         processes_withheld: Option<&str>,
     ) -> Registry {
+        Registry::with_external(
+            manifest,
+            hosted_web_search,
+            can_ask,
+            processes_withheld,
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    /// Like [`Registry::for_provider`], with the connections' tools as their servers
+    /// offer them now (`external`) instead of the manifest's, and the reasons the tools
+    /// of connections that do not run are missing (`missing`).
+    pub fn with_external(
+        manifest: &manifest::Manifest,
+        hosted_web_search: bool,
+        can_ask: bool,
+        processes_withheld: Option<&str>,
+        external: Vec<External>,
+        missing: Vec<Unavailable>,
+    ) -> Registry {
         let mut entries = Vec::new();
         let mut unavailable = Vec::new();
         for tool in &manifest.tools {
+            // A connection's tools come as its server offers them now, in `external`.
+            if matches!(tool.executor, Executor::Mcp { .. }) {
+                if external.is_empty() && missing.is_empty() {
+                    unavailable.push(Unavailable {
+                        name: tool.name.clone(),
+                        reason: executor(tool, manifest).err().unwrap_or_default(),
+                    });
+                }
+                continue;
+            }
             let builtin = (tool.executor == Executor::Builtin)
                 .then(|| Builtin::from_name(&tool.name))
                 .flatten();
@@ -119,25 +167,30 @@ impl Registry {
             } else {
                 ToolKind::Function
             };
-            let built = executor(tool, manifest).and_then(|exec| {
-                let validator = jsonschema::validator_for(&tool.input_schema)
-                    .map_err(|e| format!("its input schema is invalid: {e}"))?;
-                Ok((exec, validator))
-            });
-            match built {
-                Ok((exec, validator)) => entries.push(Entry {
-                    spec: tool.clone(),
-                    builtin,
-                    validator,
-                    exec,
-                    kind,
-                }),
+            match executor(tool, manifest).and_then(|exec| entry(tool.clone(), builtin, exec, kind))
+            {
+                Ok(entry) => entries.push(entry),
                 Err(reason) => unavailable.push(Unavailable {
                     name: tool.name.clone(),
                     reason,
                 }),
             }
         }
+        for external in external {
+            let name = external.tool.name.clone();
+            if entries.iter().any(|e| e.spec.name == name) {
+                unavailable.push(Unavailable {
+                    name,
+                    reason: "another tool has this name".into(),
+                });
+                continue;
+            }
+            match entry(external.tool, None, external.exec, ToolKind::Function) {
+                Ok(entry) => entries.push(entry),
+                Err(reason) => unavailable.push(Unavailable { name, reason }),
+            }
+        }
+        unavailable.extend(missing);
         Registry {
             entries,
             unavailable,
@@ -159,10 +212,9 @@ impl Registry {
         self
     }
 
-    /// The tools offered to the model, in manifest order.
+    /// The tools offered to the model, in manifest order (deferred ones are not).
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.entries
-            .iter()
+        self.offered()
             .map(|e| ToolSpec {
                 name: e.spec.name.clone(),
                 description: e.spec.description.clone(),
@@ -172,9 +224,27 @@ impl Registry {
             .collect()
     }
 
+    fn offered(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| !e.spec.defer)
+    }
+
     /// The names of the offered tools.
     pub fn names(&self) -> Vec<String> {
-        self.entries.iter().map(|e| e.spec.name.clone()).collect()
+        self.offered().map(|e| e.spec.name.clone()).collect()
+    }
+
+    /// The names of the deferred tools (reached through `search_tools` and `call_tool`).
+    pub fn deferred(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| e.spec.defer)
+            .map(|e| e.spec.name.clone())
+            .collect()
+    }
+
+    /// Every executable tool (offered and deferred), as the manifest describes it.
+    pub fn tools(&self) -> impl Iterator<Item = &manifest::Tool> {
+        self.entries.iter().map(|e| &e.spec)
     }
 
     /// Whether this built-in is offered (overridden or not).
@@ -191,62 +261,92 @@ impl Registry {
         self.entries.iter().find(|e| e.spec.name == name)
     }
 
-    /// Whether a call may run beside others: read-only tools, and calls that will only
-    /// return an error (unknown tools).
-    pub fn runs_in_parallel(&self, name: &str) -> bool {
-        self.entry(name).is_none_or(|e| e.spec.read_only)
-    }
-
-    /// Checks a call before it runs: the tool exists and the arguments match its schema.
-    pub fn check(&self, call: &ToolCall) -> Result<(), ToolOutput> {
+    /// The tool a call runs and its input: for `call_tool`, the deferred tool it names.
+    fn resolve<'a>(
+        &'a self,
+        call: &'a ToolCall,
+    ) -> Result<(&'a Entry, Cow<'a, Value>), ToolOutput> {
         let Some(entry) = self.entry(&call.name) else {
-            let names: Vec<&str> = self.entries.iter().map(|e| e.spec.name.as_str()).collect();
-            let hint = match suggest::closest(&call.name, names.iter().copied()) {
-                Some(near) => format!(" Did you mean `{near}`?"),
-                None => String::new(),
-            };
+            return Err(self.unknown(&call.name));
+        };
+        if entry.builtin != Some(Builtin::CallTool) {
+            return Ok((entry, Cow::Borrowed(&call.input)));
+        }
+        problems(entry, &call.name, &call.input)?;
+        let name = call
+            .input
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let input = call
+            .input
+            .get("input")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        let Some(target) = self.entry(name) else {
             return Err(ToolOutput::error(format!(
-                "There is no tool named `{}`.{hint} Available tools: {}.",
-                call.name,
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
+                "There is no tool named `{name}`. Find the name with search_tools first."
             )));
         };
-        let problems: Vec<String> = entry
-            .validator
-            .iter_errors(&call.input)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    format!("- {e}")
-                } else {
-                    format!("- at `{path}`: {e}")
-                }
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(ToolOutput::error(format!(
-                "Invalid arguments for `{}`:\n{}\nCall it again with arguments that match its input schema.",
-                call.name,
-                problems.join("\n")
-            )))
+        if !target.spec.defer {
+            return Err(ToolOutput::error(format!(
+                "`{name}` is in your tool list: call it directly instead of through call_tool."
+            )));
         }
+        Ok((target, Cow::Owned(input)))
+    }
+
+    fn unknown(&self, name: &str) -> ToolOutput {
+        let names: Vec<&str> = self.offered().map(|e| e.spec.name.as_str()).collect();
+        let hint = match suggest::closest(name, names.iter().copied()) {
+            Some(near) => format!(" Did you mean `{near}`?"),
+            None => String::new(),
+        };
+        let catalog = if self.entries.iter().any(|e| e.spec.defer) {
+            " More tools can be found with search_tools."
+        } else {
+            ""
+        };
+        ToolOutput::error(format!(
+            "There is no tool named `{name}`.{hint} Available tools: {}.{catalog}",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        ))
+    }
+
+    /// Whether a call may run beside others: read-only tools, and calls that will only
+    /// return an error (unknown tools). A `call_tool` call is scheduled as its target.
+    pub fn runs_in_parallel(&self, call: &ToolCall) -> bool {
+        self.resolve(call).map_or(true, |(e, _)| e.spec.read_only)
+    }
+
+    /// The connection whose server runs this call, if a connection's tool runs it.
+    pub fn connection_of(&self, call: &ToolCall) -> Option<String> {
+        let (entry, _) = self.resolve(call).ok()?;
+        match &entry.spec.executor {
+            Executor::Mcp { connection, .. } => Some(connection.clone()),
+            _ => None,
+        }
+    }
+
+    /// Checks a call before it runs: the tool exists and the arguments match its schema
+    /// (for `call_tool`, the named tool's schema).
+    pub fn check(&self, call: &ToolCall) -> Result<(), ToolOutput> {
+        let (entry, input) = self.resolve(call)?;
+        problems(entry, &entry.spec.name, &input)
     }
 
     /// What a valid call needs from a person before it runs: an answer (`ask_question`)
     /// or an approval (`approval = "always"` and no `allow` pattern covers it).
     pub fn needs_input(&self, call: &ToolCall) -> Option<InputKind> {
         self.check(call).ok()?;
-        let entry = self.entry(&call.name)?;
+        let (entry, input) = self.resolve(call).ok()?;
         if entry.builtin == Some(Builtin::AskQuestion) {
-            let question = call.input.get("question")?.as_str()?.to_string();
-            let options = call
-                .input
+            let question = input.get("question")?.as_str()?.to_string();
+            let options = input
                 .get("options")
                 .and_then(Value::as_array)
                 .map(|o| {
@@ -258,10 +358,10 @@ impl Registry {
                 .unwrap_or_default();
             return Some(InputKind::Question { question, options });
         }
-        if entry.exec.precheck(&call.input).is_some() {
+        if entry.exec.precheck(&input).is_some() {
             return None;
         }
-        (entry.spec.approval == Approval::Always && !entry.exec.approved_by_policy(&call.input))
+        (entry.spec.approval == Approval::Always && !entry.exec.approved_by_policy(&input))
             .then_some(InputKind::Approval)
     }
 
@@ -279,34 +379,188 @@ impl Registry {
         if let Err(refused) = self.check(call) {
             return refused;
         }
-        let Some(entry) = self.entry(&call.name) else {
-            return ToolOutput::error(format!("There is no tool named `{}`.", call.name));
+        let (entry, input) = match self.resolve(call) {
+            Ok(resolved) => resolved,
+            Err(refused) => return refused,
         };
-        if let Some(refused) = entry.exec.precheck(&call.input) {
+        let name = &entry.spec.name;
+        if let Some(refused) = entry.exec.precheck(&input) {
             return refused;
         }
         if !approved
             && entry.spec.approval == Approval::Always
-            && !entry.exec.approved_by_policy(&call.input)
+            && !entry.exec.approved_by_policy(&input)
         {
             return ToolOutput::error(format!(
-                "Refused: `{}` needs a person's approval for every call (approval = \"always\"), and nobody can approve calls in this run. Do the task without it, or say what you would run.",
-                call.name
+                "Refused: `{name}` needs a person's approval for every call (approval = \"always\"), and nobody can approve calls in this run. Do the task without it, or say what you would run."
             ));
         }
         if ctx.cancel.is_cancelled() {
             return ToolOutput::error(format!(
-                "`{}` was not started: the turn was interrupted",
-                call.name
+                "`{name}` was not started: the turn was interrupted"
             ));
         }
         bounded(
-            &call.name,
+            name,
             Duration::from_secs(entry.spec.timeout_secs.max(1)),
             ctx,
-            entry.exec.call(&call.input, ctx),
+            entry.exec.call(&input, ctx),
         )
         .await
+    }
+
+    /// The deferred tools that match `query` best, best first: an exact name, then the
+    /// part after `__`, then a connection's name, then a name prefix, then the words of
+    /// names and descriptions.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<&manifest::Tool> {
+        let query = Query::new(query);
+        let mut found: Vec<(u32, &Entry)> = self
+            .entries
+            .iter()
+            .filter_map(|e| Some((e.search.as_ref()?.score(&query), e)))
+            .filter(|(score, _)| *score > 0)
+            .collect();
+        found.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| a.1.spec.name.cmp(&b.1.spec.name))
+        });
+        found
+            .into_iter()
+            .take(limit)
+            .map(|(_, e)| &e.spec)
+            .collect()
+    }
+}
+
+fn entry(
+    spec: manifest::Tool,
+    builtin: Option<Builtin>,
+    exec: Arc<dyn ToolExec>,
+    kind: ToolKind,
+) -> Result<Entry, String> {
+    let validator = jsonschema::validator_for(&spec.input_schema)
+        .map_err(|e| format!("its input schema is invalid: {e}"))?;
+    let search = spec.defer.then(|| SearchText::new(&spec));
+    Ok(Entry {
+        spec,
+        builtin,
+        validator,
+        exec,
+        kind,
+        search,
+    })
+}
+
+/// The arguments' mismatches with a tool's schema, as a result for the model.
+fn problems(entry: &Entry, name: &str, input: &Value) -> Result<(), ToolOutput> {
+    let problems: Vec<String> = entry
+        .validator
+        .iter_errors(input)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() {
+                format!("- {e}")
+            } else {
+                format!("- at `{path}`: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolOutput::error(format!(
+            "Invalid arguments for `{name}`:\n{}\nCall it again with arguments that match its input schema.",
+            problems.join("\n")
+        )))
+    }
+}
+
+/// A `search_tools` query, lowercased and split into words.
+struct Query {
+    text: String,
+    words: Vec<String>,
+}
+
+impl Query {
+    fn new(text: &str) -> Query {
+        let text = text.trim().to_lowercase();
+        let words = words(&text);
+        Query { text, words }
+    }
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// A deferred tool's name and description, prepared once for every search.
+#[derive(Debug)]
+struct SearchText {
+    name: String,
+    /// The part after `<connection>__`.
+    short: String,
+    connection: Option<String>,
+    name_words: Vec<String>,
+    description_words: Vec<String>,
+}
+
+impl SearchText {
+    fn new(tool: &manifest::Tool) -> SearchText {
+        let name = tool.name.to_lowercase();
+        let (connection, short) = match &tool.executor {
+            Executor::Mcp {
+                connection,
+                tool: server,
+                ..
+            } => (Some(connection.to_lowercase()), server.to_lowercase()),
+            _ => (None, name.clone()),
+        };
+        SearchText {
+            name_words: words(&name),
+            description_words: words(&tool.description),
+            name,
+            short,
+            connection,
+        }
+    }
+
+    fn score(&self, query: &Query) -> u32 {
+        if query.text.is_empty() {
+            return 0;
+        }
+        if self.name == query.text {
+            return 1000;
+        }
+        if self.short == query.text {
+            return 900;
+        }
+        if self.connection.as_deref() == Some(query.text.as_str()) {
+            return 800;
+        }
+        if self.name.starts_with(&query.text) || self.short.starts_with(&query.text) {
+            return 700;
+        }
+        let mut score = 0;
+        for word in &query.words {
+            if self.name_words.contains(word) {
+                score += 30;
+            } else if self.name.contains(word.as_str()) {
+                score += 20;
+            }
+            if self.description_words.contains(word) {
+                score += 10;
+            } else if self
+                .description_words
+                .iter()
+                .any(|w| w.starts_with(word.as_str()))
+            {
+                score += 5;
+            }
+        }
+        score.min(699)
     }
 }
 
@@ -439,10 +693,10 @@ mod tests {
                 .is_ok()
         );
         assert!(
-            registry.runs_in_parallel("git_history"),
+            registry.runs_in_parallel(&call("git_history", json!({}))),
             "declared read_only"
         );
-        assert!(registry.runs_in_parallel("nope"));
+        assert!(registry.runs_in_parallel(&call("nope", json!({}))));
     }
 
     #[test]
@@ -493,5 +747,220 @@ mod tests {
         })
         .await;
         assert_eq!(quick, ToolOutput::ok("done"));
+    }
+}
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+    use futures_util::FutureExt;
+    use futures_util::future::BoxFuture;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    /// Answers every call with its input.
+    #[derive(Debug)]
+    struct Echo;
+
+    impl ToolExec for Echo {
+        fn call<'a>(
+            &'a self,
+            input: &'a Value,
+            _ctx: &'a ToolContext,
+        ) -> BoxFuture<'a, ToolOutput> {
+            async move { ToolOutput::ok(input.to_string()) }.boxed()
+        }
+    }
+
+    fn tool(name: &str, description: &str, read_only: bool, approval: Approval) -> manifest::Tool {
+        let (connection, server) = name.split_once("__").unwrap_or(("", name));
+        manifest::Tool {
+            name: name.into(),
+            description: description.into(),
+            input_schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+            source: manifest::ToolSource::Connection,
+            approval,
+            timeout_secs: 5,
+            read_only,
+            executor: Executor::Mcp {
+                connection: connection.into(),
+                tool: server.into(),
+                annotations: Default::default(),
+            },
+            settings: Default::default(),
+            defer: true,
+        }
+    }
+
+    fn registry() -> Registry {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("agent.toml"),
+            "model = \"openai/gpt-4.1\"\ndefault_tools = false\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("instructions.md"), "Hi.\n").unwrap();
+        std::fs::create_dir(dir.path().join("tools")).unwrap();
+        std::fs::write(dir.path().join("tools/todo.toml"), "defer = true\n").unwrap();
+        let manifest = crate::compiler::compile(dir.path(), &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
+        let external = [
+            tool(
+                "gh__get_issue",
+                "Get an issue by number",
+                true,
+                Approval::Never,
+            ),
+            tool(
+                "gh__search_issues",
+                "Search the issues of a repository",
+                true,
+                Approval::Never,
+            ),
+            tool("gh__close_issue", "Close an issue", false, Approval::Always),
+            tool("fs__read_file", "Read a file", true, Approval::Never),
+            tool(
+                "weather__now",
+                "The forecast for a city",
+                true,
+                Approval::Never,
+            ),
+        ]
+        .into_iter()
+        .map(|tool| External {
+            tool,
+            exec: Arc::new(Echo),
+        })
+        .collect();
+        Registry::with_external(&manifest, false, true, None, external, Vec::new())
+    }
+
+    fn call_tool(name: &str, input: Value) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: "call_tool".into(),
+            input: json!({"name": name, "input": input}),
+        }
+    }
+
+    #[test]
+    fn deferred_tools_are_out_of_the_list_and_searched_by_rank() {
+        let registry = registry();
+        assert_eq!(registry.names(), ["search_tools", "call_tool"]);
+        assert_eq!(registry.deferred().len(), 6, "{:?}", registry.deferred());
+        let found = |q: &str| -> Vec<String> {
+            registry
+                .search(q, 5)
+                .iter()
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        assert_eq!(found("gh__get_issue")[0], "gh__get_issue", "exact name");
+        assert_eq!(found("get_issue")[0], "gh__get_issue", "the part after __");
+        assert_eq!(
+            found("gh"),
+            ["gh__close_issue", "gh__get_issue", "gh__search_issues"],
+            "a connection"
+        );
+        assert_eq!(found("fs__re")[0], "fs__read_file", "a prefix");
+        assert_eq!(
+            found("city forecast")[0],
+            "weather__now",
+            "words of the description"
+        );
+        assert_eq!(found("todo")[0], "todo", "a deferred built-in");
+        assert!(found("zebra").is_empty());
+        assert_eq!(registry.search("issue", 2).len(), 2, "the limit holds");
+    }
+
+    #[test]
+    fn call_tool_is_checked_approved_and_scheduled_as_the_tool_it_names() {
+        let registry = registry();
+        assert!(
+            registry
+                .check(&call_tool("gh__get_issue", json!({"n": 1})))
+                .is_ok()
+        );
+        let invalid = registry
+            .check(&call_tool("gh__get_issue", json!({})))
+            .unwrap_err();
+        assert!(
+            invalid
+                .content
+                .starts_with("Invalid arguments for `gh__get_issue`:"),
+            "{}",
+            invalid.content
+        );
+        assert_eq!(
+            registry
+                .check(&call_tool("gh__nope", json!({})))
+                .unwrap_err()
+                .content,
+            "There is no tool named `gh__nope`. Find the name with search_tools first."
+        );
+        assert_eq!(
+            registry
+                .check(&call_tool("search_tools", json!({"query": "x"})))
+                .unwrap_err()
+                .content,
+            "`search_tools` is in your tool list: call it directly instead of through call_tool."
+        );
+        assert!(registry.runs_in_parallel(&call_tool("gh__get_issue", json!({"n": 1}))));
+        assert!(!registry.runs_in_parallel(&call_tool("gh__close_issue", json!({"n": 1}))));
+        assert_eq!(
+            registry.needs_input(&call_tool("gh__close_issue", json!({"n": 1}))),
+            Some(InputKind::Approval)
+        );
+        assert_eq!(
+            registry.needs_input(&call_tool("gh__get_issue", json!({"n": 1}))),
+            None
+        );
+        assert_eq!(
+            registry
+                .connection_of(&call_tool("gh__get_issue", json!({"n": 1})))
+                .as_deref(),
+            Some("gh")
+        );
+    }
+
+    #[tokio::test]
+    async fn call_tool_runs_the_named_tool_and_refuses_what_needs_an_approval() {
+        let registry = Arc::new(registry());
+        let mut ctx = ToolContext::new("/w".into(), "/a".into());
+        ctx.catalog = Some(registry.clone());
+        let out = registry
+            .call(&call_tool("gh__get_issue", json!({"n": 7})), &ctx)
+            .await;
+        assert_eq!(out, ToolOutput::ok("{\"n\":7}"));
+        let refused = registry
+            .call(&call_tool("gh__close_issue", json!({"n": 7})), &ctx)
+            .await;
+        assert!(
+            refused
+                .content
+                .starts_with("Refused: `gh__close_issue` needs a person's approval"),
+            "{}",
+            refused.content
+        );
+        let approved = registry
+            .call_approved(&call_tool("gh__close_issue", json!({"n": 7})), &ctx)
+            .await;
+        assert_eq!(approved, ToolOutput::ok("{\"n\":7}"));
+        let searched = registry
+            .call(
+                &ToolCall {
+                    id: "s".into(),
+                    name: "search_tools".into(),
+                    input: json!({"query": "forecast"}),
+                },
+                &ctx,
+            )
+            .await;
+        assert!(
+            searched.content.contains("\"name\": \"weather__now\""),
+            "{}",
+            searched.content
+        );
     }
 }

@@ -335,10 +335,10 @@ pub fn for_each_process(mut f: impl FnMut(libc::pid_t, u8, libc::pid_t)) {
                 }
                 let name = &buf[at + 19..(at + reclen).min(n)];
                 let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
-                if let Some(pid) = parse_pid(name) {
-                    if let Some((state, ppid)) = stat(name) {
-                        f(pid, state, ppid);
-                    }
+                if let Some(pid) = parse_pid(name)
+                    && let Some((state, ppid)) = stat(name)
+                {
+                    f(pid, state, ppid);
                 }
                 at += reclen;
             }

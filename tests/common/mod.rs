@@ -1,16 +1,20 @@
 //! Shared helpers for the end-to-end tests: the real binary on copies of fixture folders.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod mcp;
 pub mod mock;
 
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-/// The `eve` binary, with colour off and a clean environment for model overrides.
+/// The `eve` binary, with colour off and a clean environment for model overrides; the
+/// MCP test server is on its PATH (fixtures name it `mcp-test-server`).
 pub fn eve() -> Command {
     let mut cmd = Command::cargo_bin("eve").expect("the eve binary is built");
-    cmd.env("NO_COLOR", "1").env_remove("EVE_MODEL");
+    cmd.env("NO_COLOR", "1")
+        .env_remove("EVE_MODEL")
+        .env("PATH", mcp::path_with_server());
     cmd
 }
 

@@ -128,13 +128,13 @@ enum Placeholder<'a> {
 fn placeholder(dest: &str) -> Placeholder<'_> {
     let dest = dest.trim();
     for placeholder in SKILL_DIR_PLACEHOLDERS {
-        if let Some(rest) = dest.strip_prefix(placeholder) {
-            if rest.is_empty() || rest.starts_with('/') {
-                return Placeholder::SkillDir {
-                    placeholder,
-                    rest: rest.trim_start_matches('/'),
-                };
-            }
+        if let Some(rest) = dest.strip_prefix(placeholder)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return Placeholder::SkillDir {
+                placeholder,
+                rest: rest.trim_start_matches('/'),
+            };
         }
     }
     if let Some(start) = dest.find("${") {
@@ -154,10 +154,10 @@ fn relative_target(dest: &str) -> Option<String> {
     }
     let scheme_end = dest.find(':');
     let path_start = dest.find(['/', '?', '#']);
-    if let Some(colon) = scheme_end {
-        if path_start.is_none_or(|p| colon < p) {
-            return None;
-        }
+    if let Some(colon) = scheme_end
+        && path_start.is_none_or(|p| colon < p)
+    {
+        return None;
     }
     let file = dest.split(['#', '?']).next().unwrap_or("");
     (!file.is_empty()).then(|| file.replace("%20", " "))

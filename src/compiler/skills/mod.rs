@@ -111,10 +111,10 @@ fn compile_one(
     ok &= front.is_some();
     let front = front.unwrap_or_default();
 
-    if let Some((declared, line)) = &front.name {
-        if declared != name {
-            check_declared_name(name, declared, *line, packaged, &src, diags);
-        }
+    if let Some((declared, line)) = &front.name
+        && declared != name
+    {
+        check_declared_name(name, declared, *line, packaged, &src, diags);
     }
 
     let description = match &front.description {

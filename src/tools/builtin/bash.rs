@@ -223,6 +223,7 @@ impl Bash {
         ToolOutput {
             content: text,
             is_error,
+            images: Vec::new(),
         }
     }
 }
@@ -272,6 +273,7 @@ mod tests {
             timeout_secs,
             read_only: false,
             executor: manifest::Executor::Builtin,
+            defer: false,
             settings: BTreeMap::from([
                 ("allow".to_string(), json!(allow)),
                 ("deny".to_string(), json!(deny)),

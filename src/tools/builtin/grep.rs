@@ -282,11 +282,10 @@ async fn run(
                     agents: &agents,
                 };
                 walk(&start, &stop, worker, |worker: &mut Worker, entry| {
-                    if wanted(entry.path) {
-                        if let Some(file) = entry.open() {
+                    if wanted(entry.path)
+                        && let Some(file) = entry.open() {
                             search(worker, file, entry.path.to_path_buf(), mode, cap, &stop);
                         }
-                    }
                 })
             }
         };

@@ -60,6 +60,8 @@ builtins! {
     AskQuestion => ask_question,
     Agent => agent,
     LoadSkill => load_skill,
+    SearchTools => search_tools,
+    CallTool => call_tool,
 }
 
 impl Builtin {
@@ -147,6 +149,8 @@ mod tests {
                 "ask_question",
                 "agent",
                 "load_skill",
+                "search_tools",
+                "call_tool",
             ]
         );
         let slug = |name: &str| {
@@ -188,7 +192,8 @@ mod tests {
                 "grep",
                 "web_fetch",
                 "web_search",
-                "load_skill"
+                "load_skill",
+                "search_tools"
             ]
         );
     }
@@ -226,6 +231,8 @@ mod tests {
                     vec![("max_depth", SettingKind::IntRange { min: 1, max: 10 })]
                 ),
                 ("load_skill", Availability::WithSkills, vec![]),
+                ("search_tools", Availability::WithDeferred, vec![]),
+                ("call_tool", Availability::WithDeferred, vec![]),
             ]
         );
         let bash = CATALOG.find("bash").unwrap();
@@ -269,7 +276,9 @@ mod tests {
             "todo": [{ "todos": [{ "content": "Write tests", "status": "in_progress" }] }],
             "ask_question": [{ "question": "Which?", "options": ["a", "b"] }],
             "agent": [{ "task": "Find every caller of parse_args." }],
-            "load_skill": [{ "name": "plan-a-trip" }]
+            "load_skill": [{ "name": "plan-a-trip" }],
+            "search_tools": [{ "query": "github issues", "limit": 3 }],
+            "call_tool": [{ "name": "gh__get_issue", "input": { "number": 1 } }]
         });
         let rejected = json!({
             "bash": [{ "command": "ls", "timeout_secs": 601 }, { "cmd": "ls" }],
@@ -282,7 +291,9 @@ mod tests {
             "web_fetch": [{ "url": "https://example.com", "format": "pdf" }],
             "todo": [{ "todos": [{ "content": "Write tests", "status": "done" }] }],
             "ask_question": [{ "question": "Which?", "options": ["a"] }],
-            "load_skill": [{ "name": "Plan A Trip" }]
+            "load_skill": [{ "name": "Plan A Trip" }],
+            "search_tools": [{ "query": "" }, { "query": "x", "limit": 21 }],
+            "call_tool": [{ "name": "x" }, { "name": "x", "input": [] }]
         });
         for (valid, cases) in [(true, accepted), (false, rejected)] {
             for (name, inputs) in cases.as_object().unwrap() {

@@ -987,6 +987,7 @@ mod tests {
             timeout_secs: 7,
             read_only: true,
             executor: manifest::Executor::Builtin,
+            defer: false,
             settings: [("allow_private".to_string(), json!(true))].into(),
         };
         let fetcher = WebFetchTool::from_manifest(&tool);

@@ -102,7 +102,7 @@ impl CommandTool {
         match note {
             Some(note) => ToolOutput {
                 content: format!("{}\n\n{note}", output.content.trim_end_matches('\n')),
-                is_error: output.is_error,
+                ..output
             },
             None => output,
         }

@@ -1,0 +1,25 @@
+//! `eve connections`: start each MCP server of an agent and show its tools.
+
+use std::process::ExitCode;
+
+use crate::cli::ConnectionsArgs;
+use crate::compiler::render;
+
+pub fn run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
+    let base = args.dir.to_string_lossy().into_owned();
+    if !args.dir.is_dir() {
+        eprintln!("error: `{base}` is not a folder");
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
+    let report = crate::connections::report::report(&args.dir);
+    eprint!(
+        "{}",
+        render::human_report(report.build.diagnostics.iter(), &base, false)
+    );
+    print!("{}", report.text());
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,225 @@
+//! `eve connections`: what a person checks after adding a server. Every server is
+//! started (side by side) and listed afresh, and each tool is shown with the name the
+//! model sees and whether it is deferred, left out, or needs approval.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::lister::{BuildLister, Record};
+use crate::compiler::connection_tools::{self, LeftOut};
+use crate::compiler::{self, Build, listing};
+use crate::manifest::Approval;
+use crate::manifest::connection::{Connection, Transport};
+
+/// Every connection of an agent, as its server answered just now.
+#[derive(Debug)]
+pub struct Report {
+    pub build: Build,
+    pub connections: Vec<Entry>,
+}
+
+/// One connection.
+#[derive(Debug)]
+pub struct Entry {
+    pub name: String,
+    /// `stdio: <command>` or `http: <url>`.
+    pub transport: String,
+    pub defer: bool,
+    pub required: bool,
+    pub status: Status,
+    pub tools: Vec<ToolLine>,
+}
+
+/// Whether the server started.
+#[derive(Debug, Clone)]
+pub enum Status {
+    Started {
+        transport: &'static str,
+        elapsed: Duration,
+        server: Option<String>,
+    },
+    Failed {
+        elapsed: Duration,
+        error: String,
+    },
+}
+
+/// One listed tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolLine {
+    /// The name the model sees.
+    pub name: String,
+    /// What it is: read-only, deferred, needs approval, left out and why.
+    pub notes: Vec<String>,
+}
+
+/// Builds `dir` listing every server again, and reports on each connection.
+pub fn report(dir: &Path) -> Report {
+    let lister = BuildLister::default();
+    let build = compiler::compile_with(
+        dir,
+        &crate::tools::builtin::CATALOG,
+        listing::Options {
+            lister: Some(&lister),
+            refresh: true,
+        },
+    );
+    let records = lister.records();
+    let connections = build
+        .connections
+        .iter()
+        .map(|c| entry(dir, c, records.iter().find(|r| r.connection == c.name)))
+        .collect();
+    Report { build, connections }
+}
+
+fn entry(dir: &Path, connection: &Connection, record: Option<&Record>) -> Entry {
+    let transport = match &connection.transport {
+        Transport::Stdio { command, .. } => format!(
+            "stdio: {}",
+            command
+                .iter()
+                .map(|a| crate::text::shell_word(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Transport::Http { url, .. } => format!("http: {url}"),
+    };
+    let status = match record {
+        Some(Record {
+            error: Some(error),
+            elapsed,
+            ..
+        }) => Status::Failed {
+            elapsed: *elapsed,
+            error: error.clone(),
+        },
+        Some(record) => Status::Started {
+            transport: record.transport.unwrap_or("?"),
+            elapsed: record.elapsed,
+            server: record.server.clone(),
+        },
+        None => Status::Failed {
+            elapsed: Duration::ZERO,
+            error: "it was not started: the connection file has errors".into(),
+        },
+    };
+    let mut tools = Vec::new();
+    if let Some(listing) = listing::read_cache(dir, connection) {
+        for offer in connection_tools::offer(connection, &listing.tools) {
+            let mut notes = Vec::new();
+            match &offer.left_out {
+                Some(LeftOut::NotAllowed) => notes.push("left out (not in `allow`)".to_string()),
+                Some(LeftOut::Blocked(pattern)) => notes.push(format!("blocked (`{pattern}`)")),
+                Some(LeftOut::Disabled(file)) => notes.push(format!("disabled ({file})")),
+                None => {
+                    if offer.tool.read_only {
+                        notes.push("read-only".into());
+                    }
+                    if offer.tool.defer {
+                        notes.push("deferred".into());
+                    }
+                    if offer.tool.approval == Approval::Always {
+                        notes.push("needs approval".into());
+                    }
+                }
+            }
+            tools.push(ToolLine {
+                name: offer.final_name,
+                notes,
+            });
+        }
+        for left in listing.left_out {
+            tools.push(ToolLine {
+                name: crate::text::shorten(&left.name, 64),
+                notes: vec![format!("left out: {}", left.reason)],
+            });
+        }
+    }
+    Entry {
+        name: connection.name.clone(),
+        transport,
+        defer: connection.defer,
+        required: connection.required,
+        status,
+        tools,
+    }
+}
+
+impl Report {
+    /// The report as a person reads it.
+    pub fn text(&self) -> String {
+        if self.connections.is_empty() {
+            return "no connections: add `connections/<name>.toml` to use an MCP server's tools (see docs/connections.md)\n".into();
+        }
+        let mut out = String::new();
+        for entry in &self.connections {
+            let mut flags = Vec::new();
+            if entry.defer {
+                flags.push("defer");
+            }
+            if !entry.required {
+                flags.push("not required");
+            }
+            let flags = if flags.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", flags.join(", "))
+            };
+            out.push_str(&format!("{} ({}){flags}\n", entry.name, entry.transport));
+            match &entry.status {
+                Status::Started {
+                    transport,
+                    elapsed,
+                    server,
+                } => {
+                    let server = server
+                        .as_ref()
+                        .map(|s| format!(" {s},"))
+                        .unwrap_or_default();
+                    out.push_str(&format!(
+                        "  started in {} ms over {transport}:{server} {} listed\n",
+                        elapsed.as_millis(),
+                        plural(entry.tools.len(), "tool")
+                    ));
+                }
+                Status::Failed { error, .. } => {
+                    out.push_str(&format!(
+                        "  did not start: {}\n",
+                        error.replace('\n', "\n    ")
+                    ));
+                }
+            }
+            let width = entry.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+            for tool in &entry.tools {
+                if tool.notes.is_empty() {
+                    out.push_str(&format!("  {}\n", tool.name));
+                } else {
+                    out.push_str(&format!(
+                        "  {:width$}  {}\n",
+                        tool.name,
+                        tool.notes.join(", ")
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether every server started and the agent builds.
+    pub fn ok(&self) -> bool {
+        self.build.manifest.is_some()
+            && self
+                .connections
+                .iter()
+                .all(|c| matches!(c.status, Status::Started { .. }))
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}

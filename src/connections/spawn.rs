@@ -1,0 +1,328 @@
+//! Starting a stdio server's process: [`command`] is the one place its command is built
+//! (a sandbox for servers belongs there), in its own process group, with a minimal
+//! environment; its stderr goes to its log; [`Process`] kills the group when dropped,
+//! and [`kill_all`] kills every group still running when eve exits early.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::values::Redactor;
+use crate::sync::lock;
+
+/// The variables of eve's environment a stdio server gets; everything else it gets is
+/// listed in its `env`.
+pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TMPDIR"];
+
+/// The most of one process's stderr written to its log.
+const LOG_LIMIT: u64 = 8 * 1024 * 1024;
+/// A log larger than this when a server starts is emptied first.
+const LOG_KEEP: u64 = 4 * 1024 * 1024;
+/// How much of the end of stderr is kept for error messages.
+const TAIL_BYTES: usize = 2048;
+
+/// What to start: everything resolved (templates rendered, `${VAR}` read).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub program: String,
+    pub args: Vec<String>,
+    /// The server's own variables, from its `env`.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// The command that starts a stdio server. Every server process eve starts is built here.
+pub fn command(plan: &Plan) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(&plan.program);
+    command
+        .args(&plan.args)
+        .current_dir(&plan.cwd)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for name in BASE_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.envs(plan.env.iter().map(|(k, v)| (k, v)));
+    #[cfg(unix)]
+    command.process_group(0);
+    #[cfg(target_os = "linux")]
+    // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
+    // which is async-signal-safe; it asks the kernel to kill the server if eve dies.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    command
+}
+
+/// The process groups of the servers running now, so an early exit can kill them.
+static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Kills every server process group still running (before eve exits without unwinding).
+pub fn kill_all() {
+    for group in lock(&LIVE).drain(..) {
+        signal_group(group, libc_signal::KILL);
+    }
+}
+
+mod libc_signal {
+    #[cfg(unix)]
+    pub const KILL: i32 = libc::SIGKILL;
+    #[cfg(unix)]
+    pub const TERM: i32 = libc::SIGTERM;
+    #[cfg(not(unix))]
+    pub const KILL: i32 = 9;
+    #[cfg(not(unix))]
+    pub const TERM: i32 = 15;
+}
+
+fn signal_group(group: i32, signal: i32) {
+    #[cfg(unix)]
+    // SAFETY: killpg only sends a signal; a group that is gone makes it fail with ESRCH.
+    unsafe {
+        libc::killpg(group, signal);
+    }
+    #[cfg(not(unix))]
+    let _ = (group, signal);
+}
+
+/// The end of a server's stderr, for error messages.
+#[derive(Debug, Default)]
+pub struct Tail {
+    bytes: VecDeque<u8>,
+}
+
+impl Tail {
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes.extend(bytes);
+        let excess = self.bytes.len().saturating_sub(TAIL_BYTES);
+        self.bytes.drain(..excess);
+    }
+
+    /// The last lines, trimmed; empty when the server wrote nothing.
+    pub fn text(&self) -> String {
+        let bytes: Vec<u8> = self.bytes.iter().copied().collect();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let from = lines.len().saturating_sub(8);
+        lines[from..].join("\n")
+    }
+}
+
+/// A running server process: its group dies with this value.
+#[derive(Debug)]
+pub struct Process {
+    child: tokio::process::Child,
+    group: Option<i32>,
+    pub tail: Arc<Mutex<Tail>>,
+    /// The log, relative to the agent directory (for messages).
+    pub log: String,
+    /// Copies stderr to the log; done when stderr closes.
+    pump: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Process {
+    /// Starts `plan`; stderr is appended to `log` (redacted, capped).
+    pub fn start(
+        plan: &Plan,
+        log: &Path,
+        log_shown: String,
+        header: &str,
+        secrets: Redactor,
+    ) -> Result<
+        (
+            Process,
+            tokio::process::ChildStdout,
+            tokio::process::ChildStdin,
+        ),
+        String,
+    > {
+        let mut child = command(plan).spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("cannot start `{}`: no such program on PATH", plan.program)
+            }
+            _ => format!("cannot start `{}`: {e}", plan.program),
+        })?;
+        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(group) = group {
+            lock(&LIVE).push(group);
+        }
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(format!(
+                "cannot talk to `{}`: its pipes are missing",
+                plan.program
+            ));
+        };
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let pump = child.stderr.take().map(|stderr| {
+            tokio::spawn(pump(
+                stderr,
+                log.to_path_buf(),
+                header.to_string(),
+                tail.clone(),
+                secrets,
+            ))
+        });
+        Ok((
+            Process {
+                child,
+                group,
+                tail,
+                log: log_shown,
+                pump,
+            },
+            stdout,
+            stdin,
+        ))
+    }
+
+    /// How the process ended, waiting up to `within` for it to end (a server whose
+    /// output just closed is usually exiting).
+    pub async fn exit_within(&mut self, within: std::time::Duration) -> Option<String> {
+        let _ = tokio::time::timeout(within, self.child.wait()).await;
+        self.exit()
+    }
+
+    /// Lets the last of stderr reach the tail (and the log) once the process is gone:
+    /// up to a second, as a descendant may hold stderr open.
+    pub async fn settle(&mut self) {
+        if let Some(pump) = &mut self.pump
+            && tokio::time::timeout(std::time::Duration::from_secs(1), pump)
+                .await
+                .is_ok()
+        {
+            self.pump = None;
+        }
+    }
+
+    /// How the process ended, if it has.
+    pub fn exit(&mut self) -> Option<String> {
+        let status = self.child.try_wait().ok()??;
+        Some(match status.code() {
+            Some(code) => format!("exited with status {code}"),
+            None => "was killed by a signal".to_string(),
+        })
+    }
+
+    /// Stops the server as the MCP specification says: its stdin is already closed;
+    /// SIGTERM, a moment to exit, then SIGKILL for whatever of the group is left.
+    pub async fn stop(mut self) {
+        if let Some(group) = self.group {
+            signal_group(group, libc_signal::TERM);
+        }
+        let _ =
+            tokio::time::timeout(std::time::Duration::from_millis(500), self.child.wait()).await;
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(group) = self.group.take() {
+            signal_group(group, libc_signal::KILL);
+            lock(&LIVE).retain(|g| *g != group);
+        }
+    }
+}
+
+/// Copies stderr to the log line by line (secrets redacted, at most [`LOG_LIMIT`]
+/// bytes), keeping the end for error messages; reads to the end whatever it keeps.
+async fn pump(
+    mut stderr: tokio::process::ChildStderr,
+    log: PathBuf,
+    header: String,
+    tail: Arc<Mutex<Tail>>,
+    secrets: Redactor,
+) {
+    let mut file = open_log(&log, &header).await;
+    let mut written: u64 = 0;
+    let mut buf = vec![0u8; 8192];
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let text = secrets.redact(&String::from_utf8_lossy(&buf[..n]));
+        lock(&tail).push(text.as_bytes());
+        let Some(out) = file.as_mut() else { continue };
+        if written >= LOG_LIMIT {
+            continue;
+        }
+        written += text.len() as u64;
+        let _ = out.write_all(text.as_bytes()).await;
+        if written >= LOG_LIMIT {
+            let _ = out
+                .write_all(b"\n[eve: the rest of this server's stderr is not logged: over 8 MiB]\n")
+                .await;
+        }
+    }
+    if let Some(out) = file.as_mut() {
+        let _ = out.flush().await;
+    }
+}
+
+async fn open_log(log: &Path, header: &str) -> Option<tokio::fs::File> {
+    if let Some(dir) = log.parent() {
+        tokio::fs::create_dir_all(dir).await.ok()?;
+    }
+    let too_big = tokio::fs::metadata(log)
+        .await
+        .is_ok_and(|m| m.len() > LOG_KEEP);
+    let mut file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(!too_big)
+        .write(true)
+        .truncate(too_big)
+        .open(log)
+        .await
+        .ok()?;
+    let _ = file.write_all(header.as_bytes()).await;
+    Some(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_lines() {
+        let mut tail = Tail::default();
+        for i in 0..1000 {
+            tail.push(format!("line {i}\n").as_bytes());
+        }
+        let text = tail.text();
+        assert_eq!(text.lines().count(), 8);
+        assert!(text.ends_with("line 999"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_server_sees_only_the_base_variables_and_its_own() {
+        // SAFETY: the test sets a variable no other test reads.
+        unsafe { std::env::set_var("EVE_TEST_SPAWN_SECRET_API_KEY", "sk-nope") };
+        let plan = Plan {
+            program: "env".into(),
+            args: Vec::new(),
+            env: vec![("ONLY_THIS".into(), "yes".into())],
+            cwd: std::env::temp_dir(),
+        };
+        let output = command(&plan).output().await.unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        let names: Vec<&str> = text.lines().filter_map(|l| l.split('=').next()).collect();
+        assert!(names.contains(&"ONLY_THIS"), "{text}");
+        for name in &names {
+            assert!(
+                BASE_ENV.contains(name) || *name == "ONLY_THIS",
+                "the server saw `{name}`"
+            );
+        }
+    }
+}
