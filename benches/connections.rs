@@ -169,7 +169,7 @@ fn agent(dir: &Path, server: &Path, n: usize, env: &str) -> PathBuf {
 async fn calls(server: &Path, dir: &Path) -> (Duration, Duration, Duration) {
     let dir = agent(dir, server, 1, "");
     let manifest = eve::connections::build(&dir, false).manifest.unwrap();
-    let connections = eve::connections::Connections::new(&manifest, &dir, &dir).unwrap();
+    let connections = eve::connections::Connections::new(&manifest, &dir, &dir, None).unwrap();
     let started = connections.start().await;
     assert!(started.error.is_none(), "{:?}", started.error);
     let (external, missing) = connections.external();
@@ -185,6 +185,7 @@ async fn calls(server: &Path, dir: &Path) -> (Duration, Duration, Duration) {
         agent_dir: &dir,
         workspace: &dir,
         read: &read,
+        sandbox: None,
     };
     let client = eve::connections::client::Client::start(&manifest.connections[0], place)
         .await
@@ -268,7 +269,7 @@ fn catalog(runtime: &tokio::runtime::Runtime, dir: &Path, server: &Path) {
     agent(&none, server, 0, "");
     let size = |dir: &Path| -> (usize, usize, Registry, eve::manifest::Manifest) {
         let manifest = eve::connections::build(dir, false).manifest.unwrap();
-        let registry = match eve::connections::Connections::new(&manifest, dir, dir) {
+        let registry = match eve::connections::Connections::new(&manifest, dir, dir, None) {
             Some(connections) => {
                 let (external, missing) = connections.external();
                 Registry::with_external(&manifest, true, true, None, external, missing)

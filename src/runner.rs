@@ -260,7 +260,12 @@ pub fn prepare(
         connections: None,
     };
     setup.connections = options.connections.clone().or_else(|| {
-        crate::connections::Connections::new(&setup.manifest, &agent_dir, &setup.workspace)
+        crate::connections::Connections::new(
+            &setup.manifest,
+            &agent_dir,
+            &setup.workspace,
+            setup.sandbox.as_ref().and_then(|s| s.recipe.clone()),
+        )
     });
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);

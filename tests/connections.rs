@@ -68,8 +68,11 @@ impl Agent {
             .count()
     }
 
+    /// `eve build` from the agent directory, which is then the workspace (as in `run`):
+    /// the server runs sandboxed there and writes its log inside it.
     fn build(&self, args: &[&str]) -> std::process::Output {
         eve()
+            .current_dir(&self.dir)
             .arg("build")
             .arg(&self.dir)
             .args(args)
@@ -543,6 +546,9 @@ fn a_stdio_server_sees_no_provider_key_and_secret_values_are_redacted() {
         "MCP_TEST_LOG",
         "PATH",
         "TMPDIR",
+        // A sandboxed server's own cache folder.
+        "XDG_CACHE_HOME",
+        "npm_config_cache",
     ];
     assert!(
         names.iter().all(|n| allowed.contains(n)),
@@ -819,6 +825,7 @@ fn eve_connections_shows_each_tool_as_the_model_sees_it() {
         [
             "t (stdio: mcp-test-server)",
             "  started in [time] ms over stdio: eve-test-server 1.0.0, 12 tools listed",
+            "  sandbox: workspace-write, network on",
             "  t__echo         read-only",
             "  t__add          needs approval",
             "  t__fail         left out (not in `allow`)",
@@ -927,7 +934,15 @@ fn server_everything_over_stdio() {
     let env: serde_json::Map<String, Value> = serde_json::from_str(&results[2].1).unwrap();
     assert_eq!(env["EVE_VISIBLE"], "yes");
     assert!(!env.contains_key("ANTHROPIC_API_KEY"), "{env:?}");
-    let allowed = ["EVE_VISIBLE", "HOME", "LANG", "PATH", "TMPDIR"];
+    let allowed = [
+        "EVE_VISIBLE",
+        "HOME",
+        "LANG",
+        "PATH",
+        "TMPDIR",
+        "XDG_CACHE_HOME",
+        "npm_config_cache",
+    ];
     assert!(
         env.keys().all(|k| allowed.contains(&k.as_str())),
         "{:?}",

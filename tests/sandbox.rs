@@ -266,3 +266,131 @@ fn a_command_tool_is_confined_the_same_way() {
     assert!(seen.contains("Permission denied"), "{seen}");
     assert!(seen.contains("[eve] the sandbox"), "{seen}");
 }
+
+/// The sandbox probe of the MCP test server as a connection of `agent`, with `extra`
+/// lines in its file.
+fn probe_connection(agent: &Agent, extra: &str) {
+    std::fs::create_dir_all(agent.dir.join("connections")).unwrap();
+    std::fs::write(
+        agent.dir.join("connections/probe.toml"),
+        format!(
+            "command = [\"mcp-test-server\"]\nenv = {{ MCP_TEST_PROBE = \"1\" }}\n{extra}\n[tools]\nallow = [\"write\", \"connect\", \"env\"]\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Every tool result the model received, in order.
+fn results(agent: &Agent) -> Vec<String> {
+    let log = std::fs::read_to_string(agent.base.join("requests.jsonl")).unwrap();
+    let last: Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["results"].as_array().cloned().unwrap_or_default())
+        .map(|r| r["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn a_stdio_connection_is_confined_the_same_way() {
+    if !supported() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "- tool_calls: [{{name: probe__write, input: {{path: from-mcp, text: x}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: ../escape-mcp, text: x}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: agent/.eve/forged, text: x}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: agent/tools/bash.toml, text: 'approval = \"never\"'}}}}]\n\
+         - tool_calls: [{{name: probe__env, input: {{}}}}]\n\
+         - tool_calls: [{{name: probe__connect, input: {{port: {port}}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: $XDG_CACHE_HOME/npm-was-here, text: x}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: $XDG_CACHE_HOME/../beside, text: x}}}}]\n\
+         - text: done\n"
+    );
+    let agent = Agent::new("[sandbox]\nnetwork = false\n", true, &script);
+    probe_connection(&agent, "");
+    let out = agent.run(&["--yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = results(&agent);
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    // Inside the workspace: written.
+    assert_eq!(seen[0], "wrote");
+    assert!(agent.workspace.join("from-mcp").exists());
+    // Outside it, and the agent's own state and definition: refused by the kernel.
+    assert!(seen[1].contains("Permission denied"), "{}", seen[1]);
+    assert!(!agent.base.join("escape-mcp").exists());
+    assert!(seen[2].starts_with("cannot write"), "{}", seen[2]);
+    assert!(!agent.dir.join(".eve/forged").exists());
+    assert!(seen[3].starts_with("cannot write"), "{}", seen[3]);
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.join("tools/bash.toml")).unwrap(),
+        ""
+    );
+    // The session's private temp folder, like a command tool's.
+    let env: Value = serde_json::from_str(&seen[4]).unwrap();
+    let tmpdir = env["TMPDIR"].as_str().unwrap();
+    assert!(tmpdir.contains("eve-session-"), "{tmpdir}");
+    // `network = false`: no IP connection.
+    assert!(seen[5].starts_with("cannot connect"), "{}", seen[5]);
+    // Its own cache folder (for `npx`, `uvx`) is writable, and only its own.
+    let cache = PathBuf::from(env["XDG_CACHE_HOME"].as_str().unwrap());
+    assert!(
+        cache.starts_with(common::test_cache()),
+        "{}",
+        cache.display()
+    );
+    assert!(cache.ends_with("probe"), "{}", cache.display());
+    assert_eq!(
+        env["npm_config_cache"].as_str().unwrap(),
+        cache.join("npm").to_str().unwrap()
+    );
+    assert_eq!(seen[6], "wrote");
+    assert!(cache.join("npm-was-here").exists());
+    assert!(seen[7].contains("Permission denied"), "{}", seen[7]);
+    assert!(!cache.parent().unwrap().join("beside").exists());
+}
+
+#[test]
+fn a_connection_with_sandbox_false_is_not_confined_and_eve_connections_says_so() {
+    if !supported() {
+        return;
+    }
+    let agent = Agent::new(
+        "",
+        false,
+        "- tool_calls: [{name: probe__write, input: {path: ../outside-mcp, text: x}}]\n- text: done\n",
+    );
+    probe_connection(&agent, "sandbox = false");
+    let out = agent.run(&["--yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(results(&agent), ["wrote"]);
+    assert!(agent.base.join("outside-mcp").exists());
+
+    let report = eve().arg("connections").arg(&agent.dir).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("  sandbox: off (`sandbox = false` in its file)"),
+        "{text}"
+    );
+    probe_connection(&agent, "");
+    let report = eve().arg("connections").arg(&agent.dir).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("  sandbox: workspace-write, network on"),
+        "{text}"
+    );
+}

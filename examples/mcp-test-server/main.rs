@@ -5,7 +5,8 @@
 //! sends ten thousand `list_changed` notifications, `--sse PORT_FILE` serves the older
 //! HTTP+SSE transport. `MCP_TEST_LOG` names a file where it appends what happened
 //! (starts, calls, cancellations, listings), one line each, for tests to read;
-//! `MCP_TEST_DELAY_MS` delays its start (for the benchmark).
+//! `MCP_TEST_DELAY_MS` delays its start (for the benchmark); `MCP_TEST_PROBE` adds the
+//! tools `write` and `connect`, which try what a sandbox refuses.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod raw;
@@ -135,6 +136,21 @@ impl TestServer {
                 true,
             ));
         }
+        // Probes of what the server may do, for the sandbox tests.
+        if std::env::var_os("MCP_TEST_PROBE").is_some() {
+            tools.push(tool(
+                "write",
+                "Writes text to a file (relative to the server's folder; a leading `$NAME` is the variable)",
+                json!({"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}, "required": ["path"]}),
+                false,
+            ));
+            tools.push(tool(
+                "connect",
+                "Opens a TCP connection to 127.0.0.1:port",
+                json!({"type": "object", "properties": {"port": {"type": "integer"}}, "required": ["port"]}),
+                true,
+            ));
+        }
         if let Ok(extra) = std::env::var("MCP_TEST_EXTRA") {
             for name in extra.split(',').filter(|n| !n.is_empty()) {
                 tools.push(tool(
@@ -226,6 +242,19 @@ impl TestServer {
                 note(&format!("meet-end {label}"));
                 CallToolResult::success(vec![ContentBlock::text(if met { "met" } else { "alone" })])
             }
+            "write" => match std::fs::write(expand(&text("path")), text("text")) {
+                Ok(()) => CallToolResult::success(vec![ContentBlock::text("wrote")]),
+                Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                    "cannot write {}: {e}",
+                    text("path")
+                ))]),
+            },
+            "connect" => match std::net::TcpStream::connect(("127.0.0.1", int("port") as u16)) {
+                Ok(_) => CallToolResult::success(vec![ContentBlock::text("connected")]),
+                Err(e) => {
+                    CallToolResult::error(vec![ContentBlock::text(format!("cannot connect: {e}"))])
+                }
+            },
             "mark" => {
                 note(&format!("mark {}", text("label")));
                 CallToolResult::success(vec![ContentBlock::text("marked")])
@@ -270,6 +299,15 @@ impl ServerHandler for TestServer {
         let args = request.arguments.clone().unwrap_or_default();
         Ok(self.run(&request.name, &args, &context).await.into())
     }
+}
+
+/// `path` with a leading `$NAME` replaced by that variable's value.
+fn expand(path: &str) -> String {
+    let Some(rest) = path.strip_prefix('$') else {
+        return path.to_string();
+    };
+    let (name, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    format!("{}/{tail}", std::env::var(name).unwrap_or_default())
 }
 
 fn port_file(args: &[String], flag: &str) -> Option<String> {

@@ -34,6 +34,8 @@ pub struct Inherited {
     /// so a subagent that inherits the model inherits them too.
     pub context_window: u64,
     pub max_output_tokens: u64,
+    /// The parent's `[sandbox]`: a subagent runs under it.
+    pub sandbox: crate::manifest::Sandbox,
 }
 
 /// `max_output_tokens` when only the window is known: a quarter of it, at most 8192, so
@@ -794,6 +796,7 @@ mod tests {
             providers: BTreeMap::new(),
             context_window: 4096,
             max_output_tokens: 1024,
+            sandbox: Default::default(),
         };
         let sub = "description = \"d\"\n";
         let (config, diags) = compile_as(sub, Some(&parent));
@@ -828,6 +831,7 @@ mod tests {
             providers: BTreeMap::new(),
             context_window: 200_000,
             max_output_tokens: 8192,
+            sandbox: Default::default(),
         };
         let (_, diags) = compile_as("mode = \"task\"\n", Some(&parent));
         assert_eq!(diags, ["subagent `dir` has no `description`"]);

@@ -256,6 +256,7 @@ fn read_stdio(
         ok &= super::tools::check_template(toml, "cwd", cwd, &["agent_dir", "workspace"]);
     }
     let env = read_values(root, "env", super::config::is_env_name);
+    let sandbox = root.bool("sandbox").is_none_or(|b| b.value);
     if root.contains("headers") {
         toml.report(
             Diagnostic::error(
@@ -275,6 +276,7 @@ fn read_stdio(
         command: command.into_iter().map(|a| a.value).collect(),
         env,
         cwd: cwd.map(|c| c.value),
+        sandbox,
     })
 }
 
@@ -319,8 +321,20 @@ fn read_http(root: &mut TableReader<'_>, url: Spanned<String>) -> Option<Transpo
             ok = false;
         }
     }
+    if root.contains("sandbox") {
+        toml.report(
+            Diagnostic::error(
+                code::WRONG_TRANSPORT_KEY,
+                "`sandbox` is only for connections that start a server with `command`",
+            )
+            .at(&toml.src, root.key_span("sandbox"))
+            .note("this connection reaches a server over HTTP: eve starts no process it could confine"),
+        );
+        ok = false;
+    }
     root.item("env");
     root.item("cwd");
+    root.item("sandbox");
     let headers = read_values(root, "headers", |name| {
         reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
             && !RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str())

@@ -24,6 +24,17 @@ pub struct Wanted<'a> {
     /// Where its server runs (the workspace the agent would use from here).
     pub workspace: &'a Path,
     pub connection: &'a Connection,
+    /// The sandbox its server runs in (unless its file opts out).
+    pub confinement: Confinement<'a>,
+}
+
+/// What a listed server is confined by: the agent's `[sandbox]` (a subagent's
+/// connections use the top-level agent's, as its session does), and whether the agent
+/// may change its own definition.
+#[derive(Debug, Clone, Copy)]
+pub struct Confinement<'a> {
+    pub settings: &'a crate::manifest::Sandbox,
+    pub agent_writable: bool,
 }
 
 /// How a build gets listings.
@@ -114,6 +125,7 @@ pub fn obtain(
     agent_dir: &Path,
     workspace: &Path,
     connections: &[&Connection],
+    confinement: Confinement<'_>,
     options: Options<'_>,
 ) -> Vec<Known> {
     let cached: Vec<Option<Listing>> = connections
@@ -145,6 +157,7 @@ pub fn obtain(
             agent_dir,
             workspace,
             connection: connections[i],
+            confinement,
         })
         .collect();
     let results = lister.list(&wanted);

@@ -225,7 +225,11 @@ fn compile_files(
         .unwrap_or_else(|_| PathBuf::from(&config.agent.workspace.root));
     let wanted: Vec<&crate::manifest::connection::Connection> =
         read.iter().map(|r| &r.connection).collect();
-    let known = listing::obtain(&files.root, &workspace, &wanted, options);
+    let confinement = listing::Confinement {
+        settings: inherited.map_or(&config.agent.sandbox, |i| &i.sandbox),
+        agent_writable: config.agent.workspace.agent_writable,
+    };
+    let known = listing::obtain(&files.root, &workspace, &wanted, confinement, options);
     let mut routed = compiled.routed;
     let mut connections = Vec::new();
     for (read, known) in read.iter().zip(&known) {
@@ -243,6 +247,7 @@ fn compile_files(
         providers: config.agent.providers.clone(),
         context_window: config.agent.limits.context_window,
         max_output_tokens: config.agent.limits.max_output_tokens,
+        sandbox: inherited.map_or_else(|| config.agent.sandbox.clone(), |i| i.sandbox.clone()),
     };
     let mut subagents = Vec::new();
     for dir in &files.subagents {

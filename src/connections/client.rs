@@ -38,6 +38,9 @@ pub struct Place<'a> {
     pub workspace: &'a Path,
     /// Reads a variable for `${VAR}` (eve's secrets, then its environment).
     pub read: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// What a stdio server's sandbox is made from (unless its file says `sandbox =
+    /// false`); `None`: unconfined (`mode = "off"`).
+    pub sandbox: Option<&'a crate::sandbox::Recipe>,
 }
 
 /// What eve's side of the session does with what the server sends unasked.
@@ -119,8 +122,19 @@ impl Client {
         };
         let mut secrets = Redactor::default();
         match &connection.transport {
-            Transport::Stdio { command, env, cwd } => {
-                let plan = plan(
+            Transport::Stdio {
+                command,
+                env,
+                cwd,
+                sandbox,
+            } => {
+                let (sandbox, cache) = match place.sandbox.filter(|_| *sandbox) {
+                    Some(recipe) => {
+                        super::spawn::confine(recipe, place.agent_dir, &connection.name)?
+                    }
+                    None => (None, None),
+                };
+                let mut plan = plan(
                     connection,
                     command,
                     env,
@@ -128,6 +142,8 @@ impl Client {
                     place,
                     &mut secrets,
                 )?;
+                plan.sandbox = sandbox;
+                plan.cache = cache;
                 let log = log_path(place.agent_dir, &connection.name);
                 let shown = format!(".eve/logs/{}.log", connection.name);
                 let header = format!(
@@ -432,6 +448,8 @@ fn plan(
         args: args.to_vec(),
         env: vars,
         cwd,
+        sandbox: None,
+        cache: None,
     })
 }
 

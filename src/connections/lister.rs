@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::client::{Client, Place};
 use crate::compiler::listing::{Lister, Wanted};
-use crate::manifest::connection::Listing;
+use crate::manifest::connection::{Listing, Transport};
+use crate::sandbox::Recipe;
 use crate::sync::lock;
 
 /// How listing one server went, for `eve connections`.
@@ -90,13 +91,7 @@ async fn list_all(wanted: &[Wanted<'_>]) -> Vec<(Record, Result<Listing, String>
 async fn list_one(wanted: &Wanted<'_>) -> (Record, Result<Listing, String>) {
     let started = Instant::now();
     let read = |name: &str| crate::secrets::var(name);
-    let place = Place {
-        agent_dir: wanted.agent_dir,
-        workspace: wanted.workspace,
-        read: &read,
-    };
     let connection = wanted.connection;
-    let timeout = Duration::from_secs(connection.startup_timeout_secs.max(1));
     let mut record = Record {
         agent_dir: wanted.agent_dir.to_path_buf(),
         connection: connection.name.clone(),
@@ -105,6 +100,21 @@ async fn list_one(wanted: &Wanted<'_>) -> (Record, Result<Listing, String>) {
         server: None,
         error: None,
     };
+    // A server listed for the build runs in the sandbox its sessions will use.
+    let sandbox = match sandbox_for(wanted) {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            record.error = Some(e.clone());
+            return (record, Err(e));
+        }
+    };
+    let place = Place {
+        agent_dir: wanted.agent_dir,
+        workspace: wanted.workspace,
+        read: &read,
+        sandbox: sandbox.as_ref(),
+    };
+    let timeout = Duration::from_secs(connection.startup_timeout_secs.max(1));
     let listing = match Client::start(connection, place).await {
         Ok(client) => {
             record.transport = Some(client.transport);
@@ -128,4 +138,30 @@ async fn list_one(wanted: &Wanted<'_>) -> (Record, Result<Listing, String>) {
     };
     record.error = listing.as_ref().err().cloned();
     (record, listing)
+}
+
+/// What the sandbox of a stdio server that does not opt out is made from: the agent's
+/// settings (`None` for HTTP servers and `sandbox = false`).
+fn sandbox_for(wanted: &Wanted<'_>) -> Result<Option<Recipe>, String> {
+    let Transport::Stdio { sandbox: true, .. } = &wanted.connection.transport else {
+        return Ok(None);
+    };
+    let workspace = wanted.workspace.canonicalize().map_err(|e| {
+        format!(
+            "cannot open the workspace `{}`: {e}",
+            wanted.workspace.display()
+        )
+    })?;
+    let agent_dir = wanted
+        .agent_dir
+        .canonicalize()
+        .unwrap_or_else(|_| wanted.agent_dir.to_path_buf());
+    Ok(Some(Recipe::new(
+        wanted.confinement.settings,
+        wanted.confinement.agent_writable,
+        &agent_dir,
+        &workspace,
+        None,
+        false,
+    )))
 }

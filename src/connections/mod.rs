@@ -79,11 +79,13 @@ pub struct Changed {
 
 impl Connections {
     /// The connections of `manifest` for a session in `workspace`; `None` when it has
-    /// none. Nothing starts yet.
+    /// none. Nothing starts yet. Each stdio server will get a sandbox made from
+    /// `sandbox`, the session's recipe (`None`: unconfined).
     pub fn new(
         manifest: &Manifest,
         agent_dir: &Path,
         workspace: &Path,
+        sandbox: Option<crate::sandbox::Recipe>,
     ) -> Option<Arc<Connections>> {
         if manifest.connections.is_empty() {
             return None;
@@ -97,6 +99,7 @@ impl Connections {
                     manifest,
                     agent_dir.to_path_buf(),
                     workspace.to_path_buf(),
+                    sandbox.clone(),
                 ))
             })
             .collect();

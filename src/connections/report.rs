@@ -26,6 +26,9 @@ pub struct Entry {
     pub transport: String,
     pub defer: bool,
     pub required: bool,
+    /// How its server is confined (stdio only): `workspace-write, network on`, or why
+    /// it is not.
+    pub sandbox: Option<String>,
     pub status: Status,
     pub tools: Vec<ToolLine>,
 }
@@ -68,12 +71,39 @@ pub fn report(dir: &Path) -> Report {
     let connections = build
         .connections
         .iter()
-        .map(|c| entry(dir, c, records.iter().find(|r| r.connection == c.name)))
+        .map(|c| {
+            let settings = build.manifest.as_ref().map(|m| &m.agent.sandbox);
+            entry(
+                dir,
+                c,
+                settings,
+                records.iter().find(|r| r.connection == c.name),
+            )
+        })
         .collect();
     Report { build, connections }
 }
 
-fn entry(dir: &Path, connection: &Connection, record: Option<&Record>) -> Entry {
+fn entry(
+    dir: &Path,
+    connection: &Connection,
+    settings: Option<&crate::manifest::Sandbox>,
+    record: Option<&Record>,
+) -> Entry {
+    let sandbox = match (&connection.transport, settings) {
+        (Transport::Stdio { sandbox: false, .. }, _) => {
+            Some("off (`sandbox = false` in its file)".to_string())
+        }
+        (Transport::Stdio { .. }, Some(settings)) => Some(match settings.mode {
+            crate::manifest::SandboxMode::Off => "off (`[sandbox] mode = \"off\"`)".to_string(),
+            mode => format!(
+                "{}, network {}",
+                mode.as_str(),
+                if settings.network { "on" } else { "off" }
+            ),
+        }),
+        _ => None,
+    };
     let transport = match &connection.transport {
         Transport::Stdio { command, .. } => format!(
             "stdio: {}",
@@ -141,6 +171,7 @@ fn entry(dir: &Path, connection: &Connection, record: Option<&Record>) -> Entry 
         transport,
         defer: connection.defer,
         required: connection.required,
+        sandbox,
         status,
         tools,
     }
@@ -189,6 +220,9 @@ impl Report {
                         error.replace('\n', "\n    ")
                     ));
                 }
+            }
+            if let Some(sandbox) = &entry.sandbox {
+                out.push_str(&format!("  sandbox: {sandbox}\n"));
             }
             let width = entry.tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
             for tool in &entry.tools {

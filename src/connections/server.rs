@@ -36,6 +36,8 @@ pub struct Server {
     pub spec: Connection,
     agent_dir: PathBuf,
     workspace: PathBuf,
+    /// What its sandbox is made from (the session's), unless its file opts out.
+    sandbox: Option<crate::sandbox::Recipe>,
     state: tokio::sync::Mutex<State>,
     /// What the registry reads between steps without waiting: the live tools, once
     /// listed, or why there are none.
@@ -68,6 +70,7 @@ impl Server {
         manifest: &manifest::Manifest,
         agent_dir: PathBuf,
         workspace: PathBuf,
+        sandbox: Option<crate::sandbox::Recipe>,
     ) -> Server {
         let built = manifest
             .tools
@@ -79,6 +82,7 @@ impl Server {
             spec,
             agent_dir,
             workspace,
+            sandbox,
             state: tokio::sync::Mutex::new(State::Idle),
             view: std::sync::Mutex::new(View::default()),
             restarted: AtomicBool::new(false),
@@ -120,6 +124,7 @@ impl Server {
             agent_dir: &self.agent_dir,
             workspace: &self.workspace,
             read: &read,
+            sandbox: self.sandbox.as_ref(),
         };
         let timeout = Duration::from_secs(self.spec.startup_timeout_secs.max(1));
         let started = async {

@@ -32,6 +32,56 @@ pub struct Plan {
     /// The server's own variables, from its `env`.
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+    /// The server's own sandbox (made like the session's); `None`: unconfined
+    /// (`mode = "off"`, or the connection's `sandbox = false`).
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The server's private cache folder, writable in its sandbox: its `XDG_CACHE_HOME`
+    /// and npm's cache, unless its `env` says otherwise.
+    pub cache: Option<PathBuf>,
+}
+
+/// A stdio server's sandbox: one of its own, made like the session's (`recipe`), with
+/// a cache folder of its own writable besides, so that `npx` and `uvx` work confined.
+/// Fails with the reason when the server must not start (`require = true` and this
+/// machine cannot confine it).
+pub fn confine(
+    recipe: &crate::sandbox::Recipe,
+    agent_dir: &Path,
+    name: &str,
+) -> Result<(Option<Arc<crate::sandbox::Sandbox>>, Option<PathBuf>), String> {
+    let cache = cache_folder(agent_dir, name);
+    let extra: Vec<PathBuf> = cache.iter().cloned().collect();
+    let (sandbox, _warnings) = recipe.prepare(&extra, &crate::sandbox::Support::detect())?;
+    if let Some(reason) = sandbox.as_ref().and_then(|s| s.withheld.as_deref()) {
+        return Err(format!("it is not started: {reason}"));
+    }
+    Ok((sandbox, cache))
+}
+
+/// `$XDG_CACHE_HOME/eve/connections/<agent>/<name>` (`~/.cache` without it), created;
+/// `<agent>` is a hash of the agent directory, so agents and servers do not share.
+/// `None` when there is no home to put it in, or it cannot be created.
+fn cache_folder(agent_dir: &Path, name: &str) -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".cache"))
+        })?;
+    let agent = agent_dir
+        .canonicalize()
+        .unwrap_or_else(|_| agent_dir.to_path_buf());
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(agent.as_os_str().as_encoded_bytes());
+    let folder = base
+        .join("eve")
+        .join("connections")
+        .join(&crate::text::hex(&digest)[..16])
+        .join(name);
+    std::fs::create_dir_all(&folder).ok()?;
+    folder.canonicalize().ok()
 }
 
 /// The command that starts a stdio server. Every server process eve starts is built here.
@@ -50,18 +100,34 @@ pub fn command(plan: &Plan) -> tokio::process::Command {
             command.env(name, value);
         }
     }
+    if let Some(cache) = &plan.cache {
+        command.env("XDG_CACHE_HOME", cache);
+        command.env("npm_config_cache", cache.join("npm"));
+    }
     command.envs(plan.env.iter().map(|(k, v)| (k, v)));
+    let sandbox = plan.sandbox.clone().filter(|s| s.is_on());
+    if let Some(sandbox) = &sandbox {
+        // The session's private temp folder, like every sandboxed process (the
+        // server's own `env` cannot point it elsewhere: that would not be writable).
+        command.env("TMPDIR", &sandbox.temp);
+    }
     #[cfg(unix)]
     command.process_group(0);
     #[cfg(target_os = "linux")]
-    // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
-    // which is async-signal-safe; it asks the kernel to kill the server if eve dies.
+    // SAFETY: the closure runs in the child between fork and exec. prctl is
+    // async-signal-safe (it asks the kernel to kill the server if eve dies), and
+    // `confine` only makes system calls on data prepared before the fork.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
+            match &sandbox {
+                Some(sandbox) => sandbox.confine(),
+                None => Ok(()),
+            }
         });
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = sandbox;
     command
 }
 
@@ -129,6 +195,8 @@ pub struct Process {
     pub log: String,
     /// Copies stderr to the log; done when stderr closes.
     pump: Option<tokio::task::JoinHandle<()>>,
+    /// The server's sandbox, whose temp folder (its `TMPDIR`) lives as long as it runs.
+    _sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 impl Process {
@@ -180,6 +248,7 @@ impl Process {
                 tail,
                 log: log_shown,
                 pump,
+                _sandbox: plan.sandbox.clone(),
             },
             stdout,
             stdin,
@@ -313,6 +382,8 @@ mod tests {
             args: Vec::new(),
             env: vec![("ONLY_THIS".into(), "yes".into())],
             cwd: std::env::temp_dir(),
+            sandbox: None,
+            cache: None,
         };
         let output = command(&plan).output().await.unwrap();
         let text = String::from_utf8_lossy(&output.stdout);

@@ -292,7 +292,12 @@ impl Dev {
     /// The servers for the active build: the running ones, unless its connections
     /// changed (then they stop and new ones start with the turn).
     fn servers(&mut self, previous: Option<&Manifest>, runtime: &tokio::runtime::Runtime) {
-        let changed = previous.is_some_and(|p| p.connections != self.active.connections);
+        // New servers when the connections change, or what confines them does.
+        let changed = previous.is_some_and(|p| {
+            p.connections != self.active.connections
+                || p.agent.sandbox != self.active.agent.sandbox
+                || p.agent.workspace != self.active.agent.workspace
+        });
         if changed && let Some(old) = self.connections.take() {
             runtime.block_on(old.stop());
         }
@@ -300,8 +305,22 @@ impl Dev {
             let workspace = runner::workspace(&self.active, None).ok();
             let agent_dir = self.options.dir.canonicalize().ok();
             if let (Some(workspace), Some(agent_dir)) = (workspace, agent_dir) {
-                self.connections =
-                    crate::connections::Connections::new(&self.active, &agent_dir, &workspace);
+                // The servers outlive a turn; each gets a sandbox of its own, made
+                // like the one each turn's tools get.
+                let recipe = crate::sandbox::Recipe::new(
+                    &self.active.agent.sandbox,
+                    self.active.agent.workspace.agent_writable,
+                    &agent_dir,
+                    &workspace,
+                    None,
+                    false,
+                );
+                self.connections = crate::connections::Connections::new(
+                    &self.active,
+                    &agent_dir,
+                    &workspace,
+                    Some(recipe),
+                );
             }
         }
     }

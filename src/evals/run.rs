@@ -144,7 +144,12 @@ async fn drive(
             &crate::sandbox::Support::detect(),
         )?;
         // Each run starts the agent's servers in its own workspace, as `eve run` would.
-        let connections = crate::connections::Connections::new(&manifest, &suite.agent_dir, &root);
+        let connections = crate::connections::Connections::new(
+            &manifest,
+            &suite.agent_dir,
+            &root,
+            sandbox.as_ref().and_then(|s| s.recipe.clone()),
+        );
         let setup = Setup {
             sandbox,
             max_steps: manifest.agent.limits.max_steps,

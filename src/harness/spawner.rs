@@ -53,7 +53,12 @@ impl Spawner for ChildSpawner {
             let connections = if agent_dir == self.setup.agent_dir {
                 self.setup.connections.clone()
             } else {
-                crate::connections::Connections::new(&manifest, &agent_dir, &self.setup.workspace)
+                crate::connections::Connections::new(
+                    &manifest,
+                    &agent_dir,
+                    &self.setup.workspace,
+                    self.setup.sandbox.as_ref().and_then(|s| s.recipe.clone()),
+                )
             };
             let setup = Setup {
                 max_steps: manifest.agent.limits.max_steps,

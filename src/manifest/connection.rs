@@ -47,6 +47,9 @@ pub enum Transport {
         env: BTreeMap<String, String>,
         /// Where it runs, relative to the workspace; `None`: the workspace.
         cwd: Option<String>,
+        /// Whether the server runs in the session's sandbox (`sandbox = false` opts out).
+        #[serde(default = "yes")]
+        sandbox: bool,
     },
     /// A streamable HTTP endpoint (or the older HTTP+SSE one).
     Http {
@@ -160,6 +163,10 @@ pub fn references(value: &str) -> Vec<&str> {
         }
     }
     out
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[cfg(test)]

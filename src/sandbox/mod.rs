@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::manifest::SandboxMode;
 
-pub use session::for_session;
+pub use session::{Recipe, for_session};
 pub use support::Support;
 
 /// What the processes of one session may do.
@@ -111,6 +111,8 @@ pub struct Sandbox {
     inner: linux::Prepared,
     /// What is really enforced on this machine, for warnings and `eve doctor`.
     pub enforced: Enforced,
+    /// What it was made from, to make more like it (an MCP server's own sandbox).
+    pub recipe: Option<Recipe>,
 }
 
 /// What a prepared sandbox enforces, and what it cannot.
@@ -150,6 +152,7 @@ impl Sandbox {
             withheld,
             inner,
             enforced,
+            recipe: None,
         })
     }
 

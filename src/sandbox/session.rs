@@ -1,11 +1,11 @@
 //! The sandbox of one session: the agent's `[sandbox]` settings, the command line's
 //! overrides, and the paths inside the workspace that must stay read-only.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{Policy, Sandbox, Support};
-use crate::manifest::{Manifest, SandboxMode};
+use crate::manifest::{Manifest, Sandbox as SandboxSettings, SandboxMode};
 
 /// The sandbox of a session: `[sandbox]` with the command line's overrides, the agent's
 /// `.eve/` (and its definition, unless it may change it) and the workspace's git config
@@ -20,51 +20,113 @@ pub fn for_session(
     no_network: bool,
     support: &Support,
 ) -> Result<(Option<Arc<Sandbox>>, Vec<String>), String> {
-    let settings = &manifest.agent.sandbox;
-    let mode = mode.unwrap_or(settings.mode);
-    if mode == SandboxMode::Off {
-        return Ok((None, Vec::new()));
+    Recipe::new(
+        &manifest.agent.sandbox,
+        manifest.agent.workspace.agent_writable,
+        agent_dir,
+        workspace,
+        mode,
+        no_network,
+    )
+    .prepare(&[], support)
+}
+
+/// Everything a sandbox is made from, kept so that more can be made like it: each MCP
+/// server gets its own, with its private cache folder writable besides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipe {
+    /// `[sandbox]` with the command line's overrides applied.
+    pub settings: SandboxSettings,
+    /// `[workspace] agent_writable`: the definition is not kept read-only.
+    pub agent_writable: bool,
+    pub agent_dir: PathBuf,
+    pub workspace: PathBuf,
+}
+
+impl Recipe {
+    /// The recipe of `settings` for an agent in `agent_dir` working in `workspace`,
+    /// with `--sandbox` (`mode`) and `--no-network` applied.
+    pub fn new(
+        settings: &SandboxSettings,
+        agent_writable: bool,
+        agent_dir: &Path,
+        workspace: &Path,
+        mode: Option<SandboxMode>,
+        no_network: bool,
+    ) -> Recipe {
+        let mut settings = settings.clone();
+        settings.mode = mode.unwrap_or(settings.mode);
+        settings.network &= !no_network;
+        Recipe {
+            settings,
+            agent_writable,
+            agent_dir: agent_dir.to_path_buf(),
+            workspace: workspace.to_path_buf(),
+        }
     }
-    let network = settings.network && !no_network;
-    let mut extra = Vec::new();
-    for folder in &settings.writable {
-        let path = workspace.join(folder);
-        let real = path
+
+    /// Prepares a sandbox with `extra` folders writable besides the usual ones (absolute,
+    /// existing). `None` for `mode = "off"`.
+    pub fn prepare(
+        &self,
+        extra: &[PathBuf],
+        support: &Support,
+    ) -> Result<(Option<Arc<Sandbox>>, Vec<String>), String> {
+        let settings = &self.settings;
+        let mode = settings.mode;
+        if mode == SandboxMode::Off {
+            return Ok((None, Vec::new()));
+        }
+        let mut writable = Vec::new();
+        for folder in &settings.writable {
+            let path = self.workspace.join(folder);
+            let real = path
+                .canonicalize()
+                .map_err(|e| format!("`[sandbox] writable` folder `{}`: {e}", path.display()))?;
+            writable.push(real);
+        }
+        writable.extend(extra.iter().cloned());
+        let agent_dir = &self.agent_dir;
+        let mut protected = vec![agent_dir.join(crate::manifest::STATE_DIR)];
+        if !self.agent_writable {
+            protected.extend(
+                crate::manifest::DEFINITION_ENTRIES
+                    .iter()
+                    .map(|entry| agent_dir.join(entry)),
+            );
+        }
+        protected.push(self.workspace.join(".git/config"));
+        protected.push(self.workspace.join(".git/hooks"));
+        let temp = tempfile::Builder::new()
+            .prefix("eve-session-")
+            .tempdir()
+            .map_err(|e| format!("cannot create the session's temp folder: {e}"))?;
+        let temp_path = temp
+            .path()
             .canonicalize()
-            .map_err(|e| format!("`[sandbox] writable` folder `{}`: {e}", path.display()))?;
-        extra.push(real);
-    }
-    let mut protected = vec![agent_dir.join(crate::manifest::STATE_DIR)];
-    if !manifest.agent.workspace.agent_writable {
-        protected.extend(
-            crate::manifest::DEFINITION_ENTRIES
-                .iter()
-                .map(|entry| agent_dir.join(entry)),
+            .unwrap_or_else(|_| temp.path().to_path_buf());
+        let policy = Policy::new(
+            mode,
+            settings.network,
+            &self.workspace,
+            &temp_path,
+            &writable,
+            &protected,
         );
+        let mut sandbox = Sandbox::prepare(&policy, temp, settings.require, support)?;
+        sandbox.recipe = Some(self.clone());
+        let missing = &sandbox.enforced.missing;
+        let warnings = if missing.is_empty() || settings.require {
+            Vec::new()
+        } else {
+            vec![format!(
+                "the sandbox ({}) is only partly enforced on this machine: it lacks {}; set `[sandbox] require = true` to refuse to run without it",
+                mode.as_str(),
+                missing.join(", ")
+            )]
+        };
+        Ok((Some(Arc::new(sandbox)), warnings))
     }
-    protected.push(workspace.join(".git/config"));
-    protected.push(workspace.join(".git/hooks"));
-    let temp = tempfile::Builder::new()
-        .prefix("eve-session-")
-        .tempdir()
-        .map_err(|e| format!("cannot create the session's temp folder: {e}"))?;
-    let temp_path = temp
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|_| temp.path().to_path_buf());
-    let policy = Policy::new(mode, network, workspace, &temp_path, &extra, &protected);
-    let sandbox = Sandbox::prepare(&policy, temp, settings.require, support)?;
-    let missing = &sandbox.enforced.missing;
-    let warnings = if missing.is_empty() || settings.require {
-        Vec::new()
-    } else {
-        vec![format!(
-            "the sandbox ({}) is only partly enforced on this machine: it lacks {}; set `[sandbox] require = true` to refuse to run without it",
-            mode.as_str(),
-            missing.join(", ")
-        )]
-    };
-    Ok((Some(Arc::new(sandbox)), warnings))
 }
 
 #[cfg(test)]

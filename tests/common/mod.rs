@@ -14,8 +14,16 @@ pub fn eve() -> Command {
     let mut cmd = Command::cargo_bin("eve").expect("the eve binary is built");
     cmd.env("NO_COLOR", "1")
         .env_remove("EVE_MODEL")
-        .env("PATH", mcp::path_with_server());
+        .env("PATH", mcp::path_with_server())
+        // The private cache folders of sandboxed MCP servers go below the build's temp
+        // folder, not the home folder of whoever runs the tests.
+        .env("XDG_CACHE_HOME", test_cache());
     cmd
+}
+
+/// `XDG_CACHE_HOME` of the binary under test.
+pub fn test_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache")
 }
 
 pub fn fixtures() -> PathBuf {
