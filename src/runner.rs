@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::harness::{Asker, Emitter, Harness, Setup};
 use crate::manifest::{Manifest, SandboxMode};
-use crate::protocol::{EndReason, Event, InputKind, Resolution, TurnOutcome};
+use crate::protocol::{EndReason, Event, InputKind, Journal, Resolution, TurnOutcome};
 use crate::providers::{self, retry::RetryPolicy};
 use crate::sandbox::{Policy, Sandbox, Support};
 use crate::session::replay::{self, Replayed};
@@ -25,6 +25,8 @@ pub enum SessionChoice {
     Latest,
     /// A given session, by id or unique prefix (`--session`).
     Id(String),
+    /// A new session with this id (a server names a session before it opens it).
+    Create(String),
 }
 
 /// What a run does in its session.
@@ -89,6 +91,8 @@ pub struct RunOptions {
     pub sandbox_mode: Option<SandboxMode>,
     /// `--no-network`: turns `[sandbox] network` off.
     pub no_network: bool,
+    /// Variables hidden from the processes tools start, besides the provider keys.
+    pub hidden_env: Vec<String>,
 }
 
 /// Exit codes of `eve run`: the one table.
@@ -207,6 +211,21 @@ pub fn prepare(
     agent_dir: &Path,
     options: &RunOptions,
 ) -> Result<Prepared, RunError> {
+    prepare_with(manifest, agent_dir, options, &|log, _| Arc::new(log))
+}
+
+/// Makes the journal of a session from its open log and, for an existing session,
+/// what the log held.
+pub type JournalFor<'a> = &'a dyn Fn(SessionLog, Option<&Replayed>) -> Arc<dyn Journal>;
+
+/// Like [`prepare`], with the session's journal made by `journal` (a server wraps the
+/// log to feed its live readers).
+pub fn prepare_with(
+    manifest: Manifest,
+    agent_dir: &Path,
+    options: &RunOptions,
+    journal: JournalFor<'_>,
+) -> Result<Prepared, RunError> {
     let agent_dir = agent_dir
         .canonicalize()
         .map_err(|e| RunError::Failed(format!("`{}`: {e}", agent_dir.display())))?;
@@ -235,7 +254,8 @@ pub fn prepare(
         &Support::detect(),
     )
     .map_err(RunError::Failed)?;
-    let hidden_env = providers::key_variables(&manifest);
+    let mut hidden_env = providers::key_variables(&manifest);
+    hidden_env.extend(options.hidden_env.iter().cloned());
     let agent = manifest.agent.name.clone();
     let mut setup = Setup {
         manifest: Arc::new(manifest),
@@ -256,8 +276,11 @@ pub fn prepare(
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);
     let id = match &options.session {
-        SessionChoice::New => {
-            let id = crate::ids::new_id("ses");
+        SessionChoice::New | SessionChoice::Create(_) => {
+            let id = match &options.session {
+                SessionChoice::Create(id) => id.clone(),
+                _ => crate::ids::new_id("ses"),
+            };
             if options.persist {
                 let path = store::path(&agent_dir, &id);
                 let log = SessionLog::open(&path).map_err(|e| {
@@ -266,7 +289,7 @@ pub fn prepare(
                         path.display()
                     ))
                 })?;
-                setup.journal = Some(Arc::new(log));
+                setup.journal = Some(journal(log, None));
                 setup.provider.bind_session(&store::dir(&agent_dir), &id);
             }
             let harness = Harness::new(setup, emitter, id).map_err(failed)?;
@@ -285,7 +308,7 @@ pub fn prepare(
         SessionChoice::Id(id) => store::find(&agent_dir, id).map_err(RunError::Failed)?,
     };
     let (log, replayed, repaired) = open_session(&store::path(&agent_dir, &id)).map_err(failed)?;
-    setup.journal = Some(Arc::new(log));
+    setup.journal = Some(journal(log, Some(&replayed)));
     setup.provider.bind_session(&store::dir(&agent_dir), &id);
     let harness = Harness::resume(setup, emitter, replayed.snapshot()).map_err(failed)?;
     Ok(Prepared {

@@ -126,6 +126,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             .as_deref()
             .and_then(crate::manifest::SandboxMode::from_name),
         no_network: args.no_network,
+        hidden_env: Vec::new(),
     };
     let prepared = match runner::prepare(manifest, &dir, &run_options)
         .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))

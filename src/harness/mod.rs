@@ -93,6 +93,9 @@ pub struct Harness {
     call_ids: HashSet<String>,
     /// The token estimate compaction reads.
     estimate: compaction::Estimate,
+    /// Once cancelled, a turn starts no further step: it ends as aborted after the
+    /// step that is running (a server shutting down lets steps finish).
+    wind_down: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// The todo list and read stamps as last written to the journal.
@@ -139,6 +142,7 @@ impl Harness {
             early: HashMap::new(),
             call_ids: HashSet::new(),
             estimate: compaction::Estimate::default(),
+            wind_down: None,
         })
     }
 
@@ -168,6 +172,12 @@ impl Harness {
             appended_chars: snapshot.appended_chars,
         };
         Ok(harness)
+    }
+
+    /// Ends turns after their running step once `token` is cancelled, instead of
+    /// starting another step (the turn ends as aborted).
+    pub fn wind_down_on(&mut self, token: tokio_util::sync::CancellationToken) {
+        self.wind_down = Some(token);
     }
 
     /// The session's id.
