@@ -191,6 +191,14 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     b.is_file()
 }
 
+/// Whether an eve process holds the lock of the session log at `path` right now.
+pub fn in_use(path: &Path) -> bool {
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .is_ok_and(|file| lock_exclusive(&file).is_err())
+}
+
 /// Takes the lock of a session log to delete it: refused while an eve process holds it.
 pub fn remove(path: &Path) -> std::io::Result<()> {
     let file = OpenOptions::new().append(true).open(path)?;
