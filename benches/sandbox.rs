@@ -38,7 +38,7 @@ fn main() {
             &ws,
             &temp_path,
             &[],
-            &[eve_dir.clone()],
+            std::slice::from_ref(&eve_dir),
         );
         let started = Instant::now();
         let sandbox =

@@ -23,7 +23,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         return usage(format!("`{base}` is not a folder"));
     }
     let build = compiler::compile(dir, &crate::tools::builtin::CATALOG);
-    eprint!("{}", render::human_report(build.diagnostics.iter(), &base, false));
+    eprint!(
+        "{}",
+        render::human_report(build.diagnostics.iter(), &base, false)
+    );
     let Some(manifest) = build.manifest else {
         eprintln!(
             "error: could not build `{}`: fix the errors above, then start it again",

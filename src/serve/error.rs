@@ -100,12 +100,23 @@ mod tests {
 
     #[test]
     fn json_errors_say_what_and_where() {
-        assert_eq!(parse::<Body>(b"{\"message\":").unwrap_err().code, "invalid_json");
+        assert_eq!(
+            parse::<Body>(b"{\"message\":").unwrap_err().code,
+            "invalid_json"
+        );
         assert_eq!(parse::<Body>(b"{} x").unwrap_err().code, "invalid_json");
         let e = parse::<Body>(b"{\"message\":3}").unwrap_err();
         assert_eq!(e.code, "invalid_request");
-        assert!(e.message.starts_with("`message`: invalid type: integer"), "{}", e.message);
+        assert!(
+            e.message.starts_with("`message`: invalid type: integer"),
+            "{}",
+            e.message
+        );
         let e = parse::<Body>(b"{\"mesage\":\"hi\"}").unwrap_err();
-        assert!(e.message.contains("unknown field `mesage`"), "{}", e.message);
+        assert!(
+            e.message.contains("unknown field `mesage`"),
+            "{}",
+            e.message
+        );
     }
 }

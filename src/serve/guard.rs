@@ -89,7 +89,12 @@ pub async fn check(Extract(state): Extract<Arc<State>>, request: Request, next: 
 }
 
 /// Why a request is refused before any handler runs, if it is.
-fn refuse(state: &State, request: &Request, origin: Option<&str>, cors_ok: bool) -> Option<ApiError> {
+fn refuse(
+    state: &State,
+    request: &Request,
+    origin: Option<&str>,
+    cors_ok: bool,
+) -> Option<ApiError> {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -150,7 +155,10 @@ fn preflight() -> Response {
         header::ACCESS_CONTROL_ALLOW_HEADERS,
         HeaderValue::from_static("authorization, content-type"),
     );
-    headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("600"),
+    );
     response
 }
 
@@ -163,7 +171,10 @@ mod tests {
         let expected = digest("s3cret-token");
         let with = |value: &str| {
             let mut headers = HeaderMap::new();
-            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap_or(HeaderValue::from_static("")));
+            headers.insert(
+                header::AUTHORIZATION,
+                HeaderValue::from_str(value).unwrap_or(HeaderValue::from_static("")),
+            );
             authorized(&headers, &expected)
         };
         assert!(with("Bearer s3cret-token"));
@@ -174,15 +185,31 @@ mod tests {
         assert!(!with("s3cret-token"));
         assert!(!with("Bearer "));
         assert!(!authorized(&HeaderMap::new(), &expected));
-        assert!(!authorized(&HeaderMap::new(), &digest("")), "an empty token never matches");
+        assert!(
+            !authorized(&HeaderMap::new(), &digest("")),
+            "an empty token never matches"
+        );
     }
 
     #[test]
     fn loopback_hosts_are_known_by_name_and_address() {
-        for host in ["localhost", "localhost:8787", "127.0.0.1:8787", "127.0.0.2", "[::1]:8787", "LOCALHOST"] {
+        for host in [
+            "localhost",
+            "localhost:8787",
+            "127.0.0.1:8787",
+            "127.0.0.2",
+            "[::1]:8787",
+            "LOCALHOST",
+        ] {
             assert!(loopback_host(host), "{host}");
         }
-        for host in ["evil.example:8787", "localhost.evil.example", "10.0.0.1:8787", "", "[::2]:80"] {
+        for host in [
+            "evil.example:8787",
+            "localhost.evil.example",
+            "10.0.0.1:8787",
+            "",
+            "[::2]:80",
+        ] {
             assert!(!loopback_host(host), "{host}");
         }
     }

@@ -32,13 +32,7 @@ pub fn spawn(state: &Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: 
     state.tasks.spawn(task);
 }
 
-async fn run(
-    state: Arc<State>,
-    id: String,
-    job: Job,
-    live: Arc<Live>,
-    cancel: CancellationToken,
-) {
+async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: CancellationToken) {
     // A cancelled or shut-down job needs no place: it ends before any model call.
     let permit = if matches!(job, Job::CancelParked) {
         None

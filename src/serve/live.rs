@@ -349,7 +349,11 @@ mod tests {
         let Read::Lines(bytes) = live.read(&mut cursor, true) else {
             panic!()
         };
-        assert!(String::from_utf8(bytes).unwrap().starts_with("{\"type\":\"message.appended\""));
+        assert!(
+            String::from_utf8(bytes)
+                .unwrap()
+                .starts_with("{\"type\":\"message.appended\"")
+        );
         assert_eq!(live.read(&mut cursor, true), Read::Wait);
         assert_eq!(
             live.read(&mut Cursor::default(), true),
@@ -359,7 +363,13 @@ mod tests {
         live.end();
         assert_eq!(live.read(&mut cursor, true), Read::End);
         assert_eq!(
-            live.read(&mut Cursor { index: 1, ..Cursor::default() }, true),
+            live.read(
+                &mut Cursor {
+                    index: 1,
+                    ..Cursor::default()
+                },
+                true
+            ),
             Read::FromDisk(2)
         );
     }
@@ -379,7 +389,10 @@ mod tests {
         live.record(&big);
         live.record(&step(2));
         let mut cursor = Cursor::default();
-        assert!(matches!(live.read(&mut cursor.clone(), false), Read::Lines(_)), "nothing synced yet: all kept");
+        assert!(
+            matches!(live.read(&mut cursor.clone(), false), Read::Lines(_)),
+            "nothing synced yet: all kept"
+        );
         live.synced();
         assert_eq!(live.read(&mut cursor, false), Read::FromDisk(2));
     }

@@ -246,9 +246,7 @@ fn resolution(pending: &Pending, responses: Vec<InputResponse>) -> Result<Resolu
         ("approval", Some(option), text) if option == "approve" && text.is_none() => {
             Ok(Resolution::Approved { by: None })
         }
-        ("approval", Some(option), reason) if option == "deny" => {
-            Ok(Resolution::Denied { reason })
-        }
+        ("approval", Some(option), reason) if option == "deny" => Ok(Resolution::Denied { reason }),
         ("approval", _, _) => Err(ApiError::invalid(
             "an approval takes `optionId`: `approve`, or `deny` (with an optional `text`: the reason)",
         )),
@@ -270,7 +268,9 @@ fn busy(id: &str) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
         "session_busy",
-        format!("session {id} is running a turn: wait for it to end (its stream ends then), or cancel it"),
+        format!(
+            "session {id} is running a turn: wait for it to end (its stream ends then), or cancel it"
+        ),
     )
 }
 

@@ -59,7 +59,11 @@ impl StreamQuery {
 
 /// The lines of the log at `path` from `from` up to `upto` (all when `None`); a log
 /// that does not exist yet has none.
-pub fn read_log(path: &PathBuf, from: u64, upto: Option<u64>) -> Result<Vec<Arc<[u8]>>, String> {
+pub fn read_log(
+    path: &std::path::Path,
+    from: u64,
+    upto: Option<u64>,
+) -> Result<Vec<Arc<[u8]>>, String> {
     if !path.exists() {
         return Ok(Vec::new());
     }

@@ -107,7 +107,10 @@ pub fn header(r: &Replayed) -> String {
 /// (the log keeps the text once, not its streamed pieces).
 pub fn events(r: &Replayed) -> Vec<Event> {
     let mut projector = Projector::default();
-    r.records.iter().filter_map(|r| projector.event(r)).collect()
+    r.records
+        .iter()
+        .filter_map(|r| projector.event(r))
+        .collect()
 }
 
 /// Turns records, one at a time and in log order, into the events of [`events`]: a
