@@ -2,6 +2,8 @@
 //! chromedriver (WebDriver, with fantoccini) loads `/`, sends a message to a scripted
 //! agent and sees the reply and the tool call rendered. Everything stays on 127.0.0.1.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::Path;
@@ -40,9 +42,10 @@ fn start_driver() -> Driver {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let driver = Driver { child, port };
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Driver { child, port };
+            return driver;
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -1,6 +1,8 @@
 //! `eve serve` end to end: the real binary on 127.0.0.1, a scripted agent (and the mock
 //! HTTP provider), driven through the session API as a client would.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::serve::{Served, agent, request, types};
