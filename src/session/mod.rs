@@ -119,6 +119,16 @@ impl SessionLog {
     /// Writes what was appended and asks the OS to put it on disk, if the file is still
     /// the one eve opened and nobody else wrote to it.
     pub fn sync(&self) {
+        self.write_out(true);
+    }
+
+    /// Writes what was appended to the file, without waiting for the disk: it survives
+    /// eve being killed, not the machine losing power (a server syncs when a turn settles).
+    pub fn flush(&self) {
+        self.write_out(false);
+    }
+
+    fn write_out(&self, to_disk: bool) {
         if self.error().is_some() {
             return;
         }
@@ -134,7 +144,7 @@ impl SessionLog {
                 *length += pending.len() as u64;
                 pending.clear();
             }
-            file.sync_data()
+            if to_disk { file.sync_data() } else { Ok(()) }
         });
         drop(inner);
         if let Err(e) = result {
