@@ -865,3 +865,48 @@ fn a_turn_through_the_mock_http_provider_streams_its_text() {
         "What is it?"
     );
 }
+
+#[test]
+fn cancel_ends_a_parked_turn_and_compact_runs_like_a_turn() {
+    let dir = agent(
+        "- tool_calls: [{name: ask_question, input: {question: Sure?}}]\n- text: A summary of it all.\n",
+        &[ASK],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Ask me");
+    let lines = server.stream(&id, "");
+    server.wait_for(&id, "waiting");
+    let compact = server.call("POST", &format!("/eve/v1/session/{id}/compact"), None);
+    assert_eq!(
+        (compact.status, compact.body["code"].as_str()),
+        (409, Some("input_required"))
+    );
+    let cancel = server.call("POST", &format!("/eve/v1/session/{id}/cancel"), None);
+    assert_eq!(cancel.status, 202, "{:?}", cancel.body);
+    let rest = server.stream(&id, &format!("?startIndex={}", lines.len()));
+    let result = rest.iter().find(|l| l["type"] == "action.result").unwrap();
+    assert_eq!(result["data"]["is_error"], true);
+    assert!(
+        result["data"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("was not run: the turn was cancelled")
+    );
+    let completed = rest.iter().find(|l| l["type"] == "turn.completed").unwrap();
+    assert_eq!(completed["data"]["end_reason"], "aborted");
+    assert_eq!(server.session(&id)["status"], "idle");
+
+    let before = server.session(&id)["events"].as_u64().unwrap();
+    let compact = server.call("POST", &format!("/eve/v1/session/{id}/compact"), None);
+    assert_eq!(compact.status, 202, "{:?}", compact.body);
+    let rest = server.stream(&id, &format!("?startIndex={before}"));
+    let types = types(&rest);
+    assert!(
+        types.contains(&"compaction.requested".to_string()),
+        "{types:?}"
+    );
+    assert!(
+        types.contains(&"compaction.completed".to_string()),
+        "{types:?}"
+    );
+}

@@ -229,3 +229,62 @@ pub async fn respond(
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::protocol::{EventKind, Message, Meta, Record};
+    use tokio::sync::Semaphore;
+
+    fn step(n: u64) -> Record {
+        Record::Event {
+            event: crate::protocol::Event {
+                kind: EventKind::StepStarted {
+                    turn_id: "turn_1".into(),
+                    step: n,
+                },
+                meta: Meta {
+                    id: format!("evt_{n}"),
+                    at: "2026-01-01T00:00:00.000Z".into(),
+                    session_id: None,
+                },
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_falls_behind_a_running_turn_is_disconnected() {
+        let live = Live::new(0);
+        live.open(&[]);
+        live.record(&step(1));
+        let mut reader = Reader {
+            path: PathBuf::from("/nonexistent/ses_1.jsonl"),
+            version: Some(live.subscribe()),
+            live: Some(live.clone()),
+            cursor: Cursor::default(),
+            follow: true,
+            pending: Vec::new(),
+            live_started: false,
+            done: false,
+            shutdown: CancellationToken::new(),
+            _permit: Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap(),
+        };
+        let first = reader.next_chunk().await.unwrap();
+        assert!(first.starts_with(b"{\"index\":0,"));
+        // The turn writes more than the server keeps in memory, and it reaches the log.
+        live.record(&Record::Message {
+            message: Message::Assistant {
+                text: "x".repeat(live::MEMORY_CAP + 1),
+                tool_calls: Vec::new(),
+                provider_blocks: None,
+            },
+        });
+        live.record(&step(2));
+        live.synced();
+        assert!(
+            reader.next_chunk().await.is_none(),
+            "a reader behind what memory holds is disconnected"
+        );
+    }
+}
