@@ -123,6 +123,9 @@ async fn start_mock() -> (String, Arc<Mutex<Seen>>) {
         .with_state(seen.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
     (format!("http://{addr}"), seen)
 }

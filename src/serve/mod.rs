@@ -127,6 +127,10 @@ pub async fn serve(
     ready(local, &warnings);
     let app = routes::router(state.clone());
     let shutdown = state.shutdown.clone();
+    // Stream lines go out as they are made, not held back to fill a packet.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let server = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
