@@ -910,3 +910,56 @@ fn cancel_ends_a_parked_turn_and_compact_runs_like_a_turn() {
         "{types:?}"
     );
 }
+
+#[test]
+fn a_session_eve_run_changed_between_turns_is_taken_as_its_log_says() {
+    let dir = agent(
+        "- tool_calls: [{name: ask_question, input: {question: Which color?}}]\n- text: Answered at the terminal.\n- text: Third reply.\n",
+        &[ASK],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Ask");
+    server.stream(&id, "");
+    let request_id = server.wait_for(&id, "waiting")["pending"]["requestId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Nothing holds a parked session: eve run answers it meanwhile.
+    let answered = common::run_in(
+        dir.path(),
+        &["run", ".", "--session", &id, "--answer", "red"],
+    );
+    assert_eq!(answered.code, 0, "{}", answered.stderr);
+    let stale = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(&json!({"inputResponses": [{"requestId": request_id, "text": "blue"}]}).to_string()),
+    );
+    assert_eq!(stale.status, 202);
+    server.wait_for(&id, "idle");
+    let next = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"and now?"}"#),
+    );
+    assert_eq!(next.status, 202, "{:?}", next.body);
+    let lines = server.stream(&id, "?startIndex=0");
+    assert!(
+        !lines.iter().any(|l| l["type"] == "session.failed"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["type"] == "input.resolved")
+            .count(),
+        1,
+        "the stale answer was not applied"
+    );
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l["type"] == "turn.completed")
+        .unwrap();
+    assert_eq!(last["data"]["result"], "Third reply.");
+}

@@ -26,6 +26,18 @@ pub enum Job {
     CancelParked,
 }
 
+impl Job {
+    /// The same request as `eve run` would make of it (closing a parked turn has none).
+    fn action(&self) -> Option<runner::Action> {
+        match self {
+            Job::Turn { message, .. } => Some(runner::Action::Turn(message.clone())),
+            Job::Resume(resolution) => Some(runner::Action::Resume(resolution.clone())),
+            Job::Compact => Some(runner::Action::Compact),
+            Job::CancelParked => None,
+        }
+    }
+}
+
 /// Starts `job` in session `id`, whose entry is already `queued` with `cancel` and `live`.
 pub fn spawn(state: &Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: CancellationToken) {
     let task = run(state.clone(), id, job, live, cancel);
@@ -95,6 +107,23 @@ async fn drive(
     .await
     .map_err(|e| format!("opening the session stopped unexpectedly: {e}"))?
     .map_err(|e| e.to_string())?;
+    // The log may have changed since the index saw it (`eve run --session` between two
+    // turns): what it waits for decides, as for `eve run`.
+    let refused = match job.action() {
+        Some(action) => runner::check_action(&prepared, &action).err(),
+        None if prepared.harness.pending().is_none() => Some(runner::RunError::Usage(format!(
+            "session {id} is not waiting for an answer or an approval"
+        ))),
+        None => None,
+    };
+    if let Some(refused) = refused {
+        eprintln!("eve serve: session {id}: {refused}");
+        let pending = prepared.harness.pending().map(Pending::of);
+        tokio::task::spawn_blocking(move || drop(prepared))
+            .await
+            .map_err(|e| format!("closing the session stopped unexpectedly: {e}"))?;
+        return Ok(pending);
+    }
     let mut harness = prepared.harness;
     harness.wind_down_on(state.shutdown.clone());
     harness.start();

@@ -11,6 +11,7 @@ const state = {
   status: "idle",
   streaming: new Map(), // "turn/step" -> the element a reply streams into
   tools: new Map(),     // call id -> the tool card
+  reasoning: new Map(), // "turn/step" -> the block its reasoning streams into
 };
 
 function el(tag, className, text) {
@@ -77,9 +78,17 @@ function render(line) {
       }
       break;
     }
-    case "reasoning.appended":
-      log.append(el("div", "reasoning", d.text));
+    case "reasoning.appended": {
+      // Reasoning is only streamed, never kept: the pieces of a step go in one block.
+      let node = state.reasoning.get(key);
+      if (!node) {
+        node = el("div", "reasoning", "");
+        state.reasoning.set(key, node);
+        log.append(node);
+      }
+      node.textContent += d.text;
       break;
+    }
     case "actions.requested":
       for (const action of d.actions || []) {
         const card = el("div", "tool");
@@ -125,6 +134,8 @@ function render(line) {
       if (d.retry_in_ms !== null && d.retry_in_ms !== undefined) {
         const node = state.streaming.get(key);
         if (node && node.classList.contains("streaming")) { node.remove(); state.streaming.delete(key); }
+        const thinking = state.reasoning.get(key);
+        if (thinking) { thinking.remove(); state.reasoning.delete(key); }
         notice("the model call failed: " + d.error + "; retrying in " + d.retry_in_ms + " ms", true);
       } else {
         notice("the model call failed: " + d.error, true);
@@ -284,6 +295,7 @@ function open(id) {
   state.next = 0;
   state.streaming.clear();
   state.tools.clear();
+  state.reasoning.clear();
   $("log").replaceChildren();
   follow();
   refreshSessions();
