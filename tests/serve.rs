@@ -582,6 +582,9 @@ fn with_a_token_every_api_request_needs_it_and_logs_never_show_it() {
             ("GET", "/eve/v1/info"),
             ("GET", "/eve/v1/sessions"),
             ("POST", "/eve/v1/session"),
+            ("GET", "/eve//v1/sessions"),
+            ("GET", "/eve/v1%2Fsessions"),
+            ("GET", "/nothing"),
         ] {
             let answer = server.call_with(method, path, Some(r#"{"message":"hi"}"#), &headers);
             assert_eq!(
@@ -962,4 +965,108 @@ fn a_session_eve_run_changed_between_turns_is_taken_as_its_log_says() {
         .find(|l| l["type"] == "turn.completed")
         .unwrap();
     assert_eq!(last["data"]["result"], "Third reply.");
+}
+
+#[test]
+fn cors_is_off_unless_one_origin_is_named() {
+    let dir = agent("- text: hi\n- text: hi\n", &[]);
+    let server = Served::start(dir.path(), &[], &[]);
+    let (status, headers, _) = request(
+        &server.url,
+        "OPTIONS",
+        "/eve/v1/session",
+        &[
+            ("Origin", "https://app.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        None,
+    );
+    assert_eq!(status, 403);
+    assert!(
+        !headers
+            .iter()
+            .any(|(k, _)| k.starts_with("access-control-"))
+    );
+
+    let server = Served::start(dir.path(), &["--cors", "https://app.example"], &[]);
+    let (status, headers, _) = request(
+        &server.url,
+        "OPTIONS",
+        "/eve/v1/session",
+        &[
+            ("Origin", "https://app.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        None,
+    );
+    assert_eq!(status, 204);
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(
+        header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    assert!(header("access-control-allow-headers").is_some_and(|h| h.contains("authorization")));
+    let allowed = server.call_with(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"hi"}"#),
+        &[("Origin", "https://app.example")],
+    );
+    assert_eq!(allowed.status, 202);
+    let other = server.call_with(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"hi"}"#),
+        &[("Origin", "https://other.example")],
+    );
+    assert_eq!(
+        (other.status, other.body["code"].as_str()),
+        (403, Some("origin_not_allowed"))
+    );
+}
+
+#[test]
+fn after_the_grace_period_a_running_step_is_cancelled_and_the_log_is_whole() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"touch started; sleep 300\"}}]\n- text: never sent\n",
+        &[BASH],
+    );
+    let mut server = Served::start(dir.path(), &["--sandbox", "off", "--grace", "1"], &[]);
+    let id = server.create("Work");
+    for _ in 0..1200 {
+        if dir.path().join("started").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
+    assert!(
+        server.stderr().contains("the grace period (1 s) is over"),
+        "{}",
+        server.stderr()
+    );
+    let log =
+        std::fs::read_to_string(dir.path().join(format!(".eve/sessions/{id}.jsonl"))).unwrap();
+    assert!(log.ends_with('\n'));
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["record"] == "event")
+        .map(|r| r["event"].clone())
+        .collect();
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "action.result")
+        .unwrap();
+    assert_eq!(result["data"]["is_error"], true, "{result}");
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        &types[types.len() - 3..],
+        ["turn.cancelled", "turn.completed", "session.completed"]
+    );
 }
