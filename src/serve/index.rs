@@ -126,6 +126,11 @@ impl Index {
         true
     }
 
+    /// Forgets a session.
+    pub fn remove(&self, id: &str) {
+        lock(&self.map).remove(id);
+    }
+
     /// How many sessions there are.
     pub fn len(&self) -> usize {
         lock(&self.map).len()

@@ -57,12 +57,18 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
         }
     };
     state.index.with(&id, |e| e.status = Status::Running);
+    let new = matches!(job, Job::Turn { new: true, .. });
     let outcome = drive(&state, &id, job, &live, &cancel).await;
     drop(permit);
     if let Err(error) = &outcome {
         eprintln!("eve serve: session {id}: {error}");
     }
     live.end();
+    if new && outcome.is_err() {
+        // A session whose log could not even be created does not exist.
+        state.index.remove(&id);
+        return;
+    }
     let events = live.next();
     state.index.with(&id, |e| {
         // A job that could not open the log changed nothing: the session waits as before.
