@@ -35,6 +35,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Start each MCP server of an agent and list its tools as the model sees them
     Connections(ConnectionsArgs),
+    /// Serve an agent over HTTP: the session API under /eve/v1 and a chat page at /
+    Serve(ServeArgs),
 }
 
 /// Arguments of `eve connections`.
@@ -51,6 +53,45 @@ pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// Arguments of `eve serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The agent directory; builds it first when it changed
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Where to listen; an address other than loopback needs EVE_SERVE_TOKEN
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    pub addr: std::net::SocketAddr,
+    /// The model, as provider/model-id or scripted:<file> (overrides agent.toml)
+    #[arg(long, short, env = "EVE_MODEL")]
+    pub model: Option<String>,
+    /// Where tools act (overrides [workspace] root)
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Let pages of this origin call the API (`https://app.example.com`); off by default
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors: Option<String>,
+    /// Turns that run at once; more wait for a place
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub max_turns: u64,
+    /// Sessions the server holds, on disk and new; creating more is refused (429)
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
+    /// Stream readers open at once; more are refused (429)
+    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_readers: u64,
+    /// Seconds running steps may go on after SIGTERM before they are cancelled
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub grace: u64,
+    /// Confine bash, command tools and stdio connections: workspace-write, read-only or
+    /// off (overrides `[sandbox] mode`)
+    #[arg(long, value_name = "MODE", value_parser = ["workspace-write", "read-only", "off"])]
+    pub sandbox: Option<String>,
+    /// Turn the network off for sandboxed processes (overrides `[sandbox] network`)
+    #[arg(long)]
+    pub no_network: bool,
 }
 
 /// Arguments of `eve doctor`.

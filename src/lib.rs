@@ -19,6 +19,7 @@ pub mod review;
 pub mod runner;
 pub mod sandbox;
 pub mod secrets;
+pub mod serve;
 pub mod session;
 pub mod shell;
 pub mod suggest;

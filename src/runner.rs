@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::harness::{Asker, Emitter, Harness, Setup};
 use crate::manifest::{Manifest, SandboxMode};
-use crate::protocol::{EndReason, Event, InputKind, Resolution, TurnOutcome};
+use crate::protocol::{EndReason, Event, InputKind, Journal, Resolution, TurnOutcome};
 use crate::providers::{self, retry::RetryPolicy};
 use crate::sandbox::Support;
 use crate::session::replay::{self, Replayed};
@@ -25,6 +25,8 @@ pub enum SessionChoice {
     Latest,
     /// A given session, by id or unique prefix (`--session`).
     Id(String),
+    /// A new session with this id (a server names a session before it opens it).
+    Create(String),
 }
 
 /// What a run does in its session.
@@ -92,6 +94,8 @@ pub struct RunOptions {
     /// Servers already running for this manifest (`eve dev` keeps them across turns);
     /// `None`: the run starts its own and stops them at its end.
     pub connections: Option<Arc<crate::connections::Connections>>,
+    /// Variables hidden from the processes tools start, besides the provider keys.
+    pub hidden_env: Vec<String>,
 }
 
 /// Exit codes of `eve run`: the one table.
@@ -210,6 +214,21 @@ pub fn prepare(
     agent_dir: &Path,
     options: &RunOptions,
 ) -> Result<Prepared, RunError> {
+    prepare_with(manifest, agent_dir, options, &|log, _| Arc::new(log))
+}
+
+/// Makes the journal of a session from its open log and, for an existing session,
+/// what the log held.
+pub type JournalFor<'a> = &'a dyn Fn(SessionLog, Option<&Replayed>) -> Arc<dyn Journal>;
+
+/// Like [`prepare`], with the session's journal made by `journal` (a server wraps the
+/// log to feed its live readers).
+pub fn prepare_with(
+    manifest: Manifest,
+    agent_dir: &Path,
+    options: &RunOptions,
+    journal: JournalFor<'_>,
+) -> Result<Prepared, RunError> {
     let agent_dir = agent_dir
         .canonicalize()
         .map_err(|e| RunError::Failed(format!("`{}`: {e}", agent_dir.display())))?;
@@ -239,7 +258,8 @@ pub fn prepare(
         &Support::detect(),
     )
     .map_err(RunError::Failed)?;
-    let hidden_env = providers::key_variables(&manifest);
+    let mut hidden_env = providers::key_variables(&manifest);
+    hidden_env.extend(options.hidden_env.iter().cloned());
     let agent = manifest.agent.name.clone();
     let mut setup = Setup {
         manifest: Arc::new(manifest),
@@ -270,8 +290,11 @@ pub fn prepare(
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);
     let id = match &options.session {
-        SessionChoice::New => {
-            let id = crate::ids::new_id("ses");
+        SessionChoice::New | SessionChoice::Create(_) => {
+            let id = match &options.session {
+                SessionChoice::Create(id) => id.clone(),
+                _ => crate::ids::new_id("ses"),
+            };
             if options.persist {
                 let path = store::path(&agent_dir, &id);
                 let log = SessionLog::open(&path).map_err(|e| {
@@ -280,7 +303,7 @@ pub fn prepare(
                         path.display()
                     ))
                 })?;
-                setup.journal = Some(Arc::new(log));
+                setup.journal = Some(journal(log, None));
                 setup.provider.bind_session(&store::dir(&agent_dir), &id);
             }
             let harness = Harness::new(setup, emitter, id).map_err(failed)?;
@@ -299,7 +322,7 @@ pub fn prepare(
         SessionChoice::Id(id) => store::find(&agent_dir, id).map_err(RunError::Failed)?,
     };
     let (log, replayed, repaired) = open_session(&store::path(&agent_dir, &id)).map_err(failed)?;
-    setup.journal = Some(Arc::new(log));
+    setup.journal = Some(journal(log, Some(&replayed)));
     setup.provider.bind_session(&store::dir(&agent_dir), &id);
     let harness = Harness::resume(setup, emitter, replayed.snapshot()).map_err(failed)?;
     Ok(Prepared {

@@ -7,6 +7,7 @@ mod doctor;
 mod eval;
 mod init;
 mod run;
+mod serve;
 mod sessions;
 
 use std::process::ExitCode;
@@ -22,7 +23,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(&args),
         Command::Build(args) => build::run(&args),
         Command::Run(args) => {
-            isolate_secrets(&run::split_positionals(&args).0);
+            isolate_secrets(&run::split_positionals(&args).0, &[]);
             run::run(&args)
         }
         Command::Sessions(args) => sessions::run(&args),
@@ -41,15 +42,19 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             print_all(&page)
         }
         Command::Dev(args) => {
-            isolate_secrets(&args.dir);
+            isolate_secrets(&args.dir, &[]);
             dev::run(&args)
         }
         Command::Eval(args) => {
             let args = eval::split_positionals(args);
-            isolate_secrets(&args.dir);
+            isolate_secrets(&args.dir, &[]);
             eval::run(&args)
         }
         Command::Connections(args) => connections::run(&args),
+        Command::Serve(args) => {
+            isolate_secrets(&args.dir, &[crate::serve::TOKEN_VAR]);
+            serve::run(&args)
+        }
     }
 }
 
@@ -61,22 +66,26 @@ fn print_all(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 }
 
 /// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's
-/// environment (see [`crate::secrets`]).
-fn isolate_secrets(dir: &std::path::Path) {
+/// environment (see [`crate::secrets`]), with the variables in `also`.
+fn isolate_secrets(dir: &std::path::Path, also: &[&str]) {
     // The variables connections read with `${VAR}` are secrets too.
-    let known = || match crate::compiler::build(
-        dir,
-        &crate::tools::builtin::CATALOG,
-        crate::compiler::listing::Options::default(),
-    )
-    .manifest
-    {
-        Some(manifest) => {
-            let mut known = crate::providers::key_variables(&manifest);
-            known.extend(crate::connections::variables(&manifest));
-            known
-        }
-        None => crate::providers::key_variables_builtin(),
+    let known = || {
+        let mut known = match crate::compiler::build(
+            dir,
+            &crate::tools::builtin::CATALOG,
+            crate::compiler::listing::Options::default(),
+        )
+        .manifest
+        {
+            Some(manifest) => {
+                let mut known = crate::providers::key_variables(&manifest);
+                known.extend(crate::connections::variables(&manifest));
+                known
+            }
+            None => crate::providers::key_variables_builtin(),
+        };
+        known.extend(also.iter().map(|v| v.to_string()));
+        known
     };
     if let Err(e) = crate::secrets::isolate(known) {
         eprintln!("warning: {e}; processes the agent starts may read the provider keys");

@@ -130,6 +130,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             .and_then(crate::manifest::SandboxMode::from_name),
         no_network: args.no_network,
         connections: None,
+        hidden_env: Vec::new(),
     };
     let prepared = match runner::prepare(manifest, &dir, &run_options)
         .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))

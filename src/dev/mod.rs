@@ -285,6 +285,7 @@ impl Dev {
                 .then(|| Arc::new(TerminalAsker) as Arc<dyn crate::harness::Asker>),
             sandbox_mode: None,
             no_network: false,
+            hidden_env: Vec::new(),
             connections: self.connections.clone(),
         }
     }

@@ -72,15 +72,17 @@ impl Emitter {
                 session_id: self.session_id.clone(),
             },
         };
-        if let Some(journal) = &self.journal
-            && !matches!(
+        if let Some(journal) = &self.journal {
+            if matches!(
                 event.kind,
                 EventKind::MessageAppended { .. } | EventKind::ReasoningAppended { .. }
-            )
-        {
-            journal.append(&Record::Event {
-                event: event.clone(),
-            });
+            ) {
+                journal.stream(&event);
+            } else {
+                journal.append(&Record::Event {
+                    event: event.clone(),
+                });
+            }
         }
         let _ = self.tx.send(event);
     }

@@ -101,6 +101,9 @@ pub struct Harness {
     estimate: compaction::Estimate,
     /// What every tool call gets but the turn's cancellation.
     tools: crate::tools::ToolContext,
+    /// Once cancelled, a turn starts no further step: it ends as aborted after the
+    /// step that is running (a server shutting down lets steps finish).
+    wind_down: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// The todo list and read stamps as last written to the journal.
@@ -144,6 +147,7 @@ impl Harness {
             early: HashMap::new(),
             call_ids: HashSet::new(),
             estimate: compaction::Estimate::default(),
+            wind_down: None,
         })
     }
 
@@ -175,6 +179,12 @@ impl Harness {
         Ok(harness)
     }
 
+    /// Ends turns after their running step once `token` is cancelled, instead of
+    /// starting another step (the turn ends as aborted).
+    pub fn wind_down_on(&mut self, token: tokio_util::sync::CancellationToken) {
+        self.wind_down = Some(token);
+    }
+
     /// The session's id.
     pub fn session_id(&self) -> &str {
         &self.session_id
@@ -200,6 +210,21 @@ impl Harness {
         self.parked.as_ref().map(|p| &p.request)
     }
 
+    /// Emits `session.started` with the tools as they stand, starting no server (a
+    /// session created with no turn yet: its servers start with its first turn).
+    pub fn announce(&self, warnings: Vec<String>) {
+        self.emitter.emit(EventKind::SessionStarted {
+            session_id: self.session_id.clone(),
+            agent: self.setup.manifest.agent.name.clone(),
+            model: self.setup.model.clone(),
+            workspace: self.setup.workspace.display().to_string(),
+            tools: self.registry.names(),
+            unavailable_tools: self.registry.unavailable().to_vec(),
+            deferred_tools: self.registry.deferred(),
+            warnings,
+        });
+    }
+
     /// Starts the connections' servers (side by side), then emits `session.started`
     /// (at every start of a process, new session or not). Fails when a `required`
     /// server did not start.
@@ -219,16 +244,7 @@ impl Harness {
                 &|name| std::env::var(name).ok(),
             )?;
         }
-        self.emitter.emit(EventKind::SessionStarted {
-            session_id: self.session_id.clone(),
-            agent: self.setup.manifest.agent.name.clone(),
-            model: self.setup.model.clone(),
-            workspace: self.setup.workspace.display().to_string(),
-            tools: self.registry.names(),
-            unavailable_tools: self.registry.unavailable().to_vec(),
-            deferred_tools: self.registry.deferred(),
-            warnings,
-        });
+        self.announce(warnings);
         error.map_or(Ok(()), Err)
     }
 

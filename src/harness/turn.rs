@@ -110,9 +110,53 @@ impl Harness {
         Ok(self.close_turn(turn, next))
     }
 
+    /// Ends a parked turn as aborted without running the calls it waited on: each gets
+    /// an error result saying so, then `turn.cancelled` and `turn.completed`.
+    pub fn cancel_parked(&mut self) -> Result<TurnOutcome, String> {
+        let Some(parked) = self.parked.take() else {
+            return Err("this session is not waiting for an answer".into());
+        };
+        let mut turn = Turn::new(parked.turn_id);
+        turn.steps = parked.steps;
+        turn.usage = parked.usage;
+        let unanswered = crate::protocol::message::unanswered_calls(&self.history);
+        if !unanswered.is_empty() {
+            let mut results = Vec::new();
+            for call in unanswered {
+                let content = format!(
+                    "`{}` was not run: the turn was cancelled while it waited for a person",
+                    call.name
+                );
+                self.emitter.emit(EventKind::ActionResult {
+                    turn_id: turn.id.clone(),
+                    step: turn.steps,
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: content.clone(),
+                    is_error: true,
+                    duration_ms: 0,
+                    connection: None,
+                });
+                results.push(crate::protocol::ToolResult {
+                    call_id: call.id,
+                    name: call.name,
+                    content,
+                    is_error: true,
+                    images: Vec::new(),
+                });
+            }
+            self.push(Message::Tool { results });
+        }
+        Ok(self.close_turn(turn, Next::End(EndReason::Aborted)))
+    }
+
     /// Steps while the decision says so; parks the turn when it says so.
     async fn drive(&mut self, turn: &mut Turn, mut next: Next, cancel: &CancellationToken) -> Next {
         while next == Next::Continue {
+            if self.wind_down.as_ref().is_some_and(|t| t.is_cancelled()) {
+                next = Next::End(EndReason::Aborted);
+                break;
+            }
             next = self.step(turn, cancel).await;
         }
         if let Next::Park(request) = &next {

@@ -119,6 +119,16 @@ impl SessionLog {
     /// Writes what was appended and asks the OS to put it on disk, if the file is still
     /// the one eve opened and nobody else wrote to it.
     pub fn sync(&self) {
+        self.write_out(true);
+    }
+
+    /// Writes what was appended to the file, without waiting for the disk: it survives
+    /// eve being killed, not the machine losing power (a server syncs when a turn settles).
+    pub fn flush(&self) {
+        self.write_out(false);
+    }
+
+    fn write_out(&self, to_disk: bool) {
         if self.error().is_some() {
             return;
         }
@@ -134,7 +144,7 @@ impl SessionLog {
                 *length += pending.len() as u64;
                 pending.clear();
             }
-            file.sync_data()
+            if to_disk { file.sync_data() } else { Ok(()) }
         });
         drop(inner);
         if let Err(e) = result {
@@ -189,6 +199,14 @@ fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 #[cfg(not(unix))]
 fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     b.is_file()
+}
+
+/// Whether an eve process holds the lock of the session log at `path` right now.
+pub fn in_use(path: &Path) -> bool {
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .is_ok_and(|file| lock_exclusive(&file).is_err())
 }
 
 /// Takes the lock of a session log to delete it: refused while an eve process holds it.

@@ -106,48 +106,59 @@ pub fn header(r: &Replayed) -> String {
 /// The logged events in order, with each assistant message as one `message.appended`
 /// (the log keeps the text once, not its streamed pieces).
 pub fn events(r: &Replayed) -> Vec<Event> {
-    let mut out = Vec::new();
-    let mut turn_id = String::new();
-    let mut step = 0;
-    for record in &r.records {
-        match record {
+    let mut projector = Projector::default();
+    r.records
+        .iter()
+        .filter_map(|r| projector.event(r))
+        .collect()
+}
+
+/// Turns records, one at a time and in log order, into the events of [`events`]: a
+/// server that writes a log builds the same stream live as a reader of the log gets.
+#[derive(Debug, Clone, Default)]
+pub struct Projector {
+    turn_id: String,
+    step: u64,
+    last: Option<Meta>,
+}
+
+impl Projector {
+    /// The event `record` adds to the stream, if any.
+    pub fn event(&mut self, record: &Record) -> Option<Event> {
+        let event = match record {
             Record::Event { event } => {
                 match &event.kind {
-                    EventKind::StepStarted {
-                        turn_id: t,
-                        step: s,
-                    } => {
-                        turn_id = t.clone();
-                        step = *s;
+                    EventKind::StepStarted { turn_id, step } => {
+                        self.turn_id = turn_id.clone();
+                        self.step = *step;
                     }
-                    EventKind::TurnStarted { turn_id: t, .. } => turn_id = t.clone(),
+                    EventKind::TurnStarted { turn_id, .. } => self.turn_id = turn_id.clone(),
                     _ => {}
                 }
-                out.push(event.clone());
+                event.clone()
             }
             Record::Message {
                 message: Message::Assistant { text, .. },
-            } if !text.is_empty() => out.push(Event {
+            } if !text.is_empty() => Event {
                 kind: EventKind::MessageAppended {
-                    turn_id: turn_id.clone(),
-                    step,
+                    turn_id: self.turn_id.clone(),
+                    step: self.step,
                     text: text.clone(),
                 },
                 // Sorts right after the event before it, as if emitted then.
                 meta: Meta {
-                    id: out
-                        .last()
-                        .map(|e: &Event| format!("{}_text", e.meta.id))
+                    id: self
+                        .last
+                        .as_ref()
+                        .map(|m| format!("{}_text", m.id))
                         .unwrap_or_default(),
-                    at: out
-                        .last()
-                        .map(|e: &Event| e.meta.at.clone())
-                        .unwrap_or_default(),
+                    at: self.last.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
                     session_id: None,
                 },
-            }),
-            _ => {}
-        }
+            },
+            _ => return None,
+        };
+        self.last = Some(event.meta.clone());
+        Some(event)
     }
-    out
 }

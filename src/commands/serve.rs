@@ -1,0 +1,91 @@
+//! `eve serve`: build the agent if needed, then serve it until SIGTERM.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::cli::ServeArgs;
+use crate::compiler::{self, render};
+use crate::runner::{RunOptions, exit};
+use crate::serve::{self, Config, TOKEN_VAR};
+
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let usage = |message: String| {
+        eprintln!("error: {message}");
+        Ok(ExitCode::from(exit::USAGE))
+    };
+    let token = crate::secrets::var(TOKEN_VAR).filter(|t| !t.trim().is_empty());
+    if let Err(message) = serve::check_addr(&args.addr, token.is_some()) {
+        return usage(message);
+    }
+    let dir = &args.dir;
+    let base = dir.to_string_lossy().into_owned();
+    if !dir.is_dir() {
+        return usage(format!("`{base}` is not a folder"));
+    }
+    // Like `eve run`: from the build cache when nothing changed, listing the
+    // connections' servers that have no cached listing.
+    let build = crate::connections::build(dir, false);
+    let cached = build.cached;
+    eprint!(
+        "{}",
+        render::human_report(build.diagnostics.iter(), &base, false)
+    );
+    let Some(manifest) = build.manifest else {
+        eprintln!(
+            "error: could not build `{}`: fix the errors above, then start it again",
+            compiler::agent_name(dir)
+        );
+        return Ok(ExitCode::from(exit::FAILED));
+    };
+    if let Some(change) = crate::review::pending(dir) {
+        return usage(format!(
+            "the agent's definition changed while it ran ({}): review it with `eve build {}` first",
+            change.summary,
+            crate::text::shell_word(&base)
+        ));
+    }
+    if !cached {
+        compiler::write_manifest(dir, &manifest)?;
+    }
+    let config = Config {
+        addr: args.addr,
+        token,
+        cors: args.cors.clone(),
+        max_turns: args.max_turns as usize,
+        max_sessions: args.max_sessions as usize,
+        max_readers: args.max_readers as usize,
+        grace: Duration::from_secs(args.grace),
+        options: RunOptions {
+            model: args.model.clone(),
+            workspace: args.workspace.clone(),
+            sandbox_mode: args
+                .sandbox
+                .as_deref()
+                .and_then(crate::manifest::SandboxMode::from_name),
+            no_network: args.no_network,
+            hidden_env: vec![TOKEN_VAR.to_string()],
+            ..RunOptions::default()
+        },
+    };
+    let name = manifest.agent.name.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let served = runtime.block_on(serve::serve(manifest, dir, config, |addr, warnings| {
+        for warning in warnings {
+            eprintln!("warning: {warning}");
+        }
+        eprintln!(
+            "eve serve: `{name}` listening on http://{addr}/ (API under /eve/v1; SIGTERM or Ctrl-C stops it)"
+        );
+    }));
+    // Turns that were cancelled may leave blocking work behind; none of it is waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match served {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(message) => {
+            eprintln!("error: {message}");
+            Ok(ExitCode::from(exit::FAILED))
+        }
+    }
+}

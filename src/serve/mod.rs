@@ -1,0 +1,287 @@
+//! `eve serve`: the agent as an HTTP service with the session API of Vercel's eve
+//! (`/eve/v1/…`) and a chat page, many sessions in one process.
+//!
+//! Sessions are the same JSONL logs under `.eve/sessions/` that `eve run` writes. A
+//! session runs one turn at a time, as a task that reopens it from its log, drives the
+//! harness and closes it again ([`jobs`]); between turns a session is one entry of the
+//! [`index::Index`]. At most `--max-turns` turns run at once; the rest wait. Readers of
+//! a session's stream get its log, then the live lines of a running turn ([`live`]).
+
+mod error;
+mod guard;
+mod index;
+mod jobs;
+mod live;
+mod page;
+mod routes;
+mod stream;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::manifest::Manifest;
+use crate::runner::{self, RunOptions};
+use crate::session::{show, store};
+
+/// The variable that holds the token clients must send.
+pub const TOKEN_VAR: &str = "EVE_SERVE_TOKEN";
+
+/// What `eve serve` was asked for.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub addr: SocketAddr,
+    /// `EVE_SERVE_TOKEN`: every API request but `health` must carry it.
+    pub token: Option<String>,
+    /// `--cors`: the one origin whose pages may call the API.
+    pub cors: Option<String>,
+    /// Turns running at once; more wait for a place.
+    pub max_turns: usize,
+    /// Sessions the server holds (on disk and new).
+    pub max_sessions: usize,
+    /// Stream readers open at once.
+    pub max_readers: usize,
+    /// How long running steps may go on after SIGTERM before they are cancelled.
+    pub grace: Duration,
+    /// The model, workspace and sandbox choices every turn runs with.
+    pub options: RunOptions,
+}
+
+/// Why a listening address is refused: a non-loopback address without a token would
+/// let anyone who reaches it run the agent's tools on this machine.
+pub fn check_addr(addr: &SocketAddr, has_token: bool) -> Result<(), String> {
+    if has_token || addr.ip().is_loopback() {
+        return Ok(());
+    }
+    Err(format!(
+        "refusing to listen on {addr} without a token: anyone who can reach that address could run this agent's tools on this machine. Set {TOKEN_VAR} (clients then send `Authorization: Bearer <token>`), or listen on a loopback address such as 127.0.0.1:8787"
+    ))
+}
+
+/// What the handlers share.
+#[derive(Debug)]
+pub struct State {
+    config: Config,
+    agent_dir: PathBuf,
+    manifest: Manifest,
+    /// The body of `GET /eve/v1/info`.
+    info: Value,
+    /// The token's digest (see [`guard`]).
+    token: Option<[u8; 32]>,
+    index: index::Index,
+    turns: Arc<Semaphore>,
+    readers: Arc<Semaphore>,
+    /// Cancelled at SIGTERM: no new work, readers end, turns end after their step.
+    shutdown: CancellationToken,
+    /// Cancelled when the grace period is over: running steps are cancelled too.
+    abort: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// Serves `manifest`, built from `agent_dir`, until SIGTERM or Ctrl-C. `ready` gets the
+/// address it listens on once it does.
+pub async fn serve(
+    manifest: Manifest,
+    agent_dir: &Path,
+    config: Config,
+    ready: impl FnOnce(SocketAddr, &[String]),
+) -> Result<(), String> {
+    check_addr(&config.addr, config.token.is_some())?;
+    let agent_dir = agent_dir
+        .canonicalize()
+        .map_err(|e| format!("`{}`: {e}", agent_dir.display()))?;
+    let (info, warnings) = describe(&manifest, &agent_dir, &config.options)?;
+    let state = Arc::new(State {
+        token: config.token.as_deref().map(guard::digest),
+        turns: Arc::new(Semaphore::new(config.max_turns.max(1))),
+        readers: Arc::new(Semaphore::new(config.max_readers)),
+        agent_dir,
+        manifest,
+        info,
+        index: index::Index::default(),
+        shutdown: CancellationToken::new(),
+        abort: CancellationToken::new(),
+        tasks: TaskTracker::new(),
+        config,
+    });
+    let recovered = state.clone();
+    let notes = tokio::task::spawn_blocking(move || recover(&recovered))
+        .await
+        .map_err(|e| format!("reading the sessions stopped unexpectedly: {e}"))?;
+    for note in notes {
+        eprintln!("note: {note}");
+    }
+    let listener = tokio::net::TcpListener::bind(state.config.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
+    watch_signals(state.shutdown.clone())?;
+    ready(local, &warnings);
+    let app = routes::router(state.clone());
+    let shutdown = state.shutdown.clone();
+    // Stream lines go out as they are made, not held back to fill a packet.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await
+    });
+    state.shutdown.cancelled().await;
+    eprintln!("eve serve: shutting down: no new requests; running steps may finish");
+    state.tasks.close();
+    if tokio::time::timeout(state.config.grace, state.tasks.wait())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "eve serve: the grace period ({} s) is over: cancelling the steps still running",
+            state.config.grace.as_secs()
+        );
+        state.abort.cancel();
+        state.tasks.wait().await;
+    }
+    match server.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("the server stopped: {e}")),
+        Err(e) => Err(format!("the server stopped unexpectedly: {e}")),
+    }
+}
+
+/// Cancels `shutdown` at the first SIGTERM or Ctrl-C; a second one exits at once.
+fn watch_signals(shutdown: CancellationToken) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+        let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+        tokio::spawn(async move {
+            for round in 0..2 {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                if round == 0 {
+                    shutdown.cancel();
+                } else {
+                    std::process::exit(i32::from(runner::exit::ABORTED));
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            shutdown.cancel();
+        }
+    });
+    Ok(())
+}
+
+/// Indexes every session on disk, repairing each as `eve run` would (a turn a crash
+/// left open is closed as `interrupted`). Returns what it repaired or could not read.
+fn recover(state: &State) -> Vec<String> {
+    let mut notes = Vec::new();
+    for id in store::list(&state.agent_dir) {
+        let path = store::path(&state.agent_dir, &id);
+        let read = match runner::open_session(&path) {
+            Ok((log, replayed, repaired)) => {
+                for fix in repaired {
+                    notes.push(format!("session {id}: {fix}"));
+                }
+                drop(log);
+                Ok(replayed)
+            }
+            // Held by another eve process: read it as it stands.
+            Err(e) if crate::session::in_use(&path) => show::read(&path).map_err(|_| e),
+            Err(e) => Err(e),
+        };
+        match read {
+            Ok(replayed) => {
+                let events = show::events(&replayed).len() as u64;
+                let title = replayed
+                    .turns
+                    .first()
+                    .map(|t| {
+                        let line = t.input.split_whitespace().collect::<Vec<_>>().join(" ");
+                        crate::text::shorten(&line, 80)
+                    })
+                    .unwrap_or_default();
+                let pending = replayed
+                    .waiting
+                    .as_ref()
+                    .map(|w| index::Pending::of(&w.request));
+                let entry = index::Entry::idle(events, title, pending);
+                state.index.insert(id, entry, usize::MAX);
+            }
+            Err(e) => notes.push(format!("session {id} is not served: {e}")),
+        }
+    }
+    notes
+}
+
+/// The body of `GET /eve/v1/info`, and what the sandbox cannot enforce here. Resolving
+/// the model here makes a missing key an error at start, not at the first turn.
+fn describe(
+    manifest: &Manifest,
+    agent_dir: &Path,
+    options: &RunOptions,
+) -> Result<(Value, Vec<String>), String> {
+    let workspace = runner::workspace(manifest, options.workspace.as_deref())?;
+    let (reference, base) = match &options.model {
+        Some(model) => (
+            model.clone(),
+            std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?,
+        ),
+        None => (manifest.agent.model.clone(), agent_dir.to_path_buf()),
+    };
+    let resolved = crate::providers::resolve(
+        &reference,
+        &manifest.agent.providers,
+        &base,
+        &crate::secrets::var,
+    )?;
+    let (sandbox, warnings) = crate::sandbox::for_session(
+        manifest,
+        agent_dir,
+        &workspace,
+        options.sandbox_mode,
+        options.no_network,
+        &crate::sandbox::Support::detect(),
+    )?;
+    let registry = crate::tools::Registry::for_provider(
+        manifest,
+        resolved.provider.capabilities().hosted_web_search,
+        true,
+        sandbox.as_ref().and_then(|s| s.withheld.as_deref()),
+    );
+    let named = |name: &str, description: &str| json!({"name": name, "description": description});
+    let info = json!({
+        "ok": true,
+        "agent": {
+            "name": manifest.agent.name,
+            "description": manifest.agent.description,
+            "model": resolved.reference,
+            "mode": manifest.agent.mode,
+        },
+        "tools": registry.specs().iter().map(|t| json!({
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.input_schema,
+        })).collect::<Vec<_>>(),
+        "unavailableTools": registry.unavailable(),
+        "skills": manifest.skills.iter().map(|s| named(&s.name, &s.description)).collect::<Vec<_>>(),
+        "subagents": manifest.subagents.iter().map(|s| named(&s.name, &s.description)).collect::<Vec<_>>(),
+        "connections": [],
+    });
+    Ok((info, warnings))
+}

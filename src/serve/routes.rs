@@ -1,0 +1,453 @@
+//! The routes of the session API (`/eve/v1/…`) and the chat page, and what each checks
+//! before a session does anything.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State as Extract};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::{ApiError, parse};
+use super::index::{Entry, Index, Pending, Status};
+use super::jobs::{self, Job};
+use super::live::Live;
+use super::{State, guard, page, stream};
+use crate::protocol::Resolution;
+use crate::session::store;
+
+/// The largest request body taken, in bytes.
+pub const MAX_BODY: usize = 1024 * 1024;
+/// The longest message or answer taken, in bytes.
+pub const MAX_MESSAGE: usize = 256 * 1024;
+
+/// Every route, behind the checks of [`guard`].
+pub fn router(state: Arc<State>) -> Router {
+    Router::new()
+        .route("/", get(page::index))
+        .route("/page.js", get(page::script))
+        .route("/page.css", get(page::style))
+        .route("/eve/v1/health", get(health))
+        .route("/eve/v1/info", get(info))
+        .route("/eve/v1/sessions", get(list))
+        .route("/eve/v1/session", post(create))
+        .route("/eve/v1/session/{id}", post(send))
+        .route("/eve/v1/session/{id}/stream", get(stream))
+        .route("/eve/v1/session/{id}/cancel", post(cancel))
+        .route("/eve/v1/session/{id}/compact", post(compact))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::check,
+        ))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route: the API is under /eve/v1 (see docs/serve.md)",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
+}
+
+async fn health() -> Response {
+    axum::Json(json!({"ok": true, "status": "ready"})).into_response()
+}
+
+async fn info(Extract(state): Extract<Arc<State>>) -> Response {
+    axum::Json(state.info.clone()).into_response()
+}
+
+/// `202 {ok, sessionId, status: "accepted"}` with `x-eve-session-id`.
+fn accepted(id: &str) -> Response {
+    let mut response = (
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"ok": true, "sessionId": id, "status": "accepted"})),
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(id) {
+        response.headers_mut().insert("x-eve-session-id", value);
+    }
+    response
+}
+
+/// The body, or `413 body_too_large`.
+fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("the body is larger than {} bytes", MAX_BODY),
+            )
+        } else {
+            ApiError::invalid(format!("the body could not be read: {}", e.body_text()))
+        }
+    })
+}
+
+/// A message is some text, not too long.
+fn check_text(field: &str, text: &str) -> Result<(), ApiError> {
+    if text.trim().is_empty() {
+        return Err(ApiError::invalid(format!("`{field}` is empty")));
+    }
+    if text.len() > MAX_MESSAGE {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "message_too_long",
+            format!(
+                "`{field}` has {} bytes; at most {MAX_MESSAGE} are taken",
+                text.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn session_path(state: &State, id: &str) -> Result<std::path::PathBuf, ApiError> {
+    if !store::is_valid_id(id) {
+        return Err(ApiError::no_session(id));
+    }
+    Ok(store::path(&state.agent_dir, id))
+}
+
+fn title(message: &str) -> String {
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::shorten(&line, 80)
+}
+
+fn too_many_sessions(max: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_sessions",
+        format!("this server holds its limit of {max} sessions (--max-sessions)"),
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    message: Option<String>,
+}
+
+async fn create(
+    Extract(state): Extract<Arc<State>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let raw = body(raw)?;
+    let request: CreateBody = if raw.iter().all(u8::is_ascii_whitespace) {
+        CreateBody::default()
+    } else {
+        parse(&raw)?
+    };
+    let max = state.config.max_sessions;
+    if state.index.len() >= max {
+        return Err(too_many_sessions(max));
+    }
+    let id = crate::ids::new_id("ses");
+    match request.message {
+        Some(message) => {
+            check_text("message", &message)?;
+            let cancel = state.abort.child_token();
+            let live = Live::new(0);
+            let mut entry = Entry::idle(0, title(&message), None);
+            entry.status = Status::Queued;
+            entry.live = Arc::downgrade(&live);
+            entry.cancel = Some(cancel.clone());
+            if !state.index.insert(id.clone(), entry, max) {
+                return Err(too_many_sessions(max));
+            }
+            jobs::spawn(
+                &state,
+                id.clone(),
+                Job::Turn { message, new: true },
+                live,
+                cancel,
+            );
+        }
+        None => {
+            let created = state.clone();
+            let new_id = id.clone();
+            tokio::task::spawn_blocking(move || jobs::create(&created, &new_id))
+                .await
+                .map_err(|e| failed(e.to_string()))?
+                .map_err(failed)?;
+            if !state
+                .index
+                .insert(id.clone(), Entry::idle(1, String::new(), None), max)
+            {
+                return Err(too_many_sessions(max));
+            }
+        }
+    }
+    Ok(accepted(&id))
+}
+
+fn failed(message: String) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "session_failed", message)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SendBody {
+    message: Option<String>,
+    input_responses: Option<Vec<InputResponse>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct InputResponse {
+    request_id: String,
+    option_id: Option<String>,
+    text: Option<String>,
+}
+
+/// The decision an `inputResponses` list makes for what the session waits for.
+fn resolution(pending: &Pending, responses: Vec<InputResponse>) -> Result<Resolution, ApiError> {
+    let mut responses = responses.into_iter();
+    let (Some(response), None) = (responses.next(), responses.next()) else {
+        return Err(ApiError::invalid(
+            "`inputResponses` holds one response: the session waits for one request at a time",
+        ));
+    };
+    if response.request_id != pending.request_id {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "request_not_pending",
+            format!(
+                "the session waits for request `{}`, not `{}`",
+                pending.request_id,
+                crate::text::shorten(&response.request_id, 60)
+            ),
+        )
+        .with("pending", json!(pending)));
+    }
+    if let Some(text) = &response.text {
+        check_text("text", text)?;
+    }
+    let choices = pending.options.join("`, `");
+    match (pending.kind, response.option_id, response.text) {
+        ("approval", Some(option), text) if option == "approve" && text.is_none() => {
+            Ok(Resolution::Approved { by: None })
+        }
+        ("approval", Some(option), reason) if option == "deny" => Ok(Resolution::Denied { reason }),
+        ("approval", _, _) => Err(ApiError::invalid(
+            "an approval takes `optionId`: `approve`, or `deny` (with an optional `text`: the reason)",
+        )),
+        (_, Some(option), None) if pending.options.contains(&option) => {
+            Ok(Resolution::Answer { text: option })
+        }
+        (_, Some(option), None) => Err(ApiError::invalid(format!(
+            "`optionId` `{}` is not one of the question's options: `{choices}`",
+            crate::text::shorten(&option, 60)
+        ))),
+        (_, None, Some(text)) => Ok(Resolution::Answer { text }),
+        _ => Err(ApiError::invalid(
+            "an answer to a question takes `text`, or `optionId` (one of its options), not both",
+        )),
+    }
+}
+
+fn busy(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "session_busy",
+        format!(
+            "session {id} is running a turn: wait for it to end (its stream ends then), or cancel it"
+        ),
+    )
+}
+
+fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "input_required",
+        format!("session {id} waits for an answer or an approval: send `inputResponses` first"),
+    )
+    .with("pending", json!(pending))
+}
+
+/// Starts `job` in session `id` when its entry allows it (`check`), or says why not.
+async fn start(
+    state: &Arc<State>,
+    id: &str,
+    check: impl FnOnce(&Entry) -> Result<Job, ApiError>,
+) -> Result<Response, ApiError> {
+    let path = session_path(state, id)?;
+    let in_use = tokio::task::spawn_blocking(move || crate::session::in_use(&path))
+        .await
+        .unwrap_or(false);
+    let started = state
+        .index
+        .with(id, |entry| {
+            if matches!(entry.status, Status::Queued | Status::Running) {
+                return Err(busy(id));
+            }
+            let job = check(entry)?;
+            if in_use {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "session_busy",
+                    format!("another eve process is using session {id}; wait for it to end"),
+                ));
+            }
+            let cancel = state.abort.child_token();
+            entry.status = Status::Queued;
+            entry.cancel = Some(cancel.clone());
+            Ok((job, Index::live_for_turn(entry), cancel))
+        })
+        .ok_or_else(|| ApiError::no_session(id))??;
+    let (job, live, cancel) = started;
+    jobs::spawn(state, id.to_string(), job, live, cancel);
+    Ok(accepted(id))
+}
+
+async fn send(
+    Extract(state): Extract<Arc<State>>,
+    Path(id): Path<String>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: SendBody = parse(&body(raw)?)?;
+    session_path(&state, &id)?;
+    match (request.message, request.input_responses) {
+        (Some(message), None) => {
+            check_text("message", &message)?;
+            let job = Job::Turn {
+                message,
+                new: false,
+            };
+            start(&state, &id, |entry| match entry.status {
+                Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
+                _ => Ok(job),
+            })
+            .await
+        }
+        (None, Some(responses)) => {
+            start(&state, &id, |entry| match &entry.pending {
+                Some(pending) if entry.status == Status::Waiting => {
+                    resolution(pending, responses).map(Job::Resume)
+                }
+                _ => Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "session_not_active",
+                    format!("session {id} is not waiting for an answer or an approval"),
+                )),
+            })
+            .await
+        }
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "send either `message` or `inputResponses`, not both",
+        )),
+        (None, None) => Err(ApiError::invalid(
+            "the body needs `message` (a new turn) or `inputResponses` (answers for a waiting turn)",
+        )),
+    }
+}
+
+async fn compact(
+    Extract(state): Extract<Arc<State>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    start(&state, &id, |entry| match entry.status {
+        Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
+        _ => Ok(Job::Compact),
+    })
+    .await
+}
+
+async fn cancel(
+    Extract(state): Extract<Arc<State>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    session_path(&state, &id)?;
+    let running = state
+        .index
+        .with(&id, |entry| match entry.status {
+            Status::Queued | Status::Running => {
+                if let Some(cancel) = &entry.cancel {
+                    cancel.cancel();
+                }
+                Some(true)
+            }
+            Status::Waiting => Some(false),
+            Status::Idle => None,
+        })
+        .ok_or_else(|| ApiError::no_session(&id))?;
+    match running {
+        Some(true) => Ok(cancelled()),
+        Some(false) => {
+            start(&state, &id, |_| Ok(Job::CancelParked)).await?;
+            Ok(cancelled())
+        }
+        None => Ok(axum::Json(json!({"ok": true, "status": "no_active_turn"})).into_response()),
+    }
+}
+
+fn cancelled() -> Response {
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"ok": true, "status": "accepted"})),
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<usize>,
+    before: Option<String>,
+}
+
+async fn list(
+    Extract(state): Extract<Arc<State>>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid("`limit` is from 1 to 1000"));
+    }
+    let sessions = state.index.list(limit, query.before.as_deref());
+    Ok(axum::Json(json!({"ok": true, "sessions": sessions})).into_response())
+}
+
+async fn stream(
+    Extract(state): Extract<Arc<State>>,
+    Path(id): Path<String>,
+    query: Result<Query<stream::StreamQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
+    let (start, follow) = query.parse()?;
+    let path = session_path(&state, &id)?;
+    let live = state
+        .index
+        .with(&id, |entry| entry.live.upgrade())
+        .ok_or_else(|| ApiError::no_session(&id))?;
+    let permit = state.readers.clone().try_acquire_owned().map_err(|_| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_readers",
+            format!(
+                "this server has its limit of {} stream readers open (--max-readers)",
+                state.config.max_readers
+            ),
+        )
+    })?;
+    stream::respond(path, live, start, follow, state.shutdown.clone(), permit).await
+}

@@ -1,0 +1,1072 @@
+//! `eve serve` end to end: the real binary on 127.0.0.1, a scripted agent (and the mock
+//! HTTP provider), driven through the session API as a client would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::serve::{Served, agent, request, types};
+use serde_json::{Value, json};
+
+const READ_FILE: (&str, &str) = ("read_file", "");
+const BASH: (&str, &str) = ("bash", "");
+const ASK: (&str, &str) = ("ask_question", "");
+
+fn index_of(lines: &[Value]) -> Vec<u64> {
+    lines.iter().filter_map(|l| l["index"].as_u64()).collect()
+}
+
+#[test]
+fn a_session_is_created_streamed_to_its_end_and_shown_by_eve_sessions() {
+    let dir = agent(
+        "- text: Let me read it.\n  tool_calls: [{name: read_file, input: {path: instructions.md}}]\n- text: It says hello.\n- text: Second turn.\n",
+        &[READ_FILE],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let answer = server.call(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"What does it say?"}"#),
+    );
+    assert_eq!(answer.status, 202);
+    let id = answer.body["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(
+        answer.body,
+        json!({"ok": true, "sessionId": id, "status": "accepted"})
+    );
+    assert_eq!(answer.session_header.as_deref(), Some(id.as_str()));
+
+    let lines = server.stream(&id, "");
+    assert_eq!(
+        types(&lines),
+        [
+            "session.started",
+            "turn.started",
+            "message.received",
+            "step.started",
+            "message.appended",
+            "actions.requested",
+            "action.result",
+            "step.completed",
+            "step.started",
+            "message.appended",
+            "step.completed",
+            "turn.completed",
+            "session.completed",
+        ]
+    );
+    let indexed: Vec<&Value> = lines.iter().filter(|l| l.get("index").is_some()).collect();
+    assert_eq!(
+        index_of(&lines),
+        (0..13).collect::<Vec<_>>(),
+        "indices count every event once, in order"
+    );
+    assert_eq!(indexed[6]["data"]["name"], "read_file");
+    assert_eq!(indexed[6]["data"]["is_error"], false);
+    assert!(
+        indexed[6]["data"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("You are a test agent.")
+    );
+    assert_eq!(indexed[11]["data"]["result"], "It says hello.");
+    assert_eq!(server.session(&id)["status"], "idle");
+
+    // The same log as `eve run` writes: eve sessions shows it, eve run continues it.
+    let show = common::run_in(dir.path(), &["sessions", "show", &id, "."]);
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(show.stdout.contains("What does it say?"), "{}", show.stdout);
+    assert!(show.stdout.contains("It says hello."), "{}", show.stdout);
+    let replay = common::run_in(
+        dir.path(),
+        &["sessions", "show", &id, ".", "-o", "stream-json"],
+    );
+    let from_show: Vec<Value> = replay
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let without_index: Vec<Value> = indexed
+        .iter()
+        .map(|l| {
+            let mut l = (*l).clone();
+            l.as_object_mut().unwrap().remove("index");
+            l
+        })
+        .collect();
+    assert_eq!(
+        from_show, without_index,
+        "the stream is the log's events, index for index"
+    );
+    let listed = common::run_in(dir.path(), &["sessions", "list", "."]);
+    assert!(listed.stdout.contains(&id), "{}", listed.stdout);
+    let continued = common::run_in(dir.path(), &["run", ".", "--session", &id, "go on"]);
+    assert_eq!(continued.code, 0, "{}", continued.stderr);
+    assert!(
+        continued.stdout.contains("Second turn."),
+        "{}",
+        continued.stdout
+    );
+}
+
+#[test]
+fn a_question_parks_the_session_and_input_responses_resume_it() {
+    let dir = agent(
+        "- tool_calls: [{name: ask_question, input: {question: Which color?, options: [red, blue]}}]\n- text: Blue it is.\n",
+        &[ASK],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Paint it");
+    let lines = server.stream(&id, "");
+    let types = types(&lines);
+    assert_eq!(
+        &types[types.len() - 4..],
+        [
+            "input.requested",
+            "step.completed",
+            "turn.waiting",
+            "session.waiting"
+        ]
+    );
+    let session = server.wait_for(&id, "waiting");
+    let request_id = session["pending"]["requestId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(session["pending"]["kind"], "question");
+    assert_eq!(session["pending"]["options"], json!(["red", "blue"]));
+
+    let busy = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"hello?"}"#),
+    );
+    assert_eq!(
+        (busy.status, busy.body["code"].as_str()),
+        (409, Some("input_required"))
+    );
+    assert_eq!(busy.body["pending"]["requestId"], request_id.as_str());
+    let stale = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"inputResponses":[{"requestId":"req_stale","optionId":"blue"}]}"#),
+    );
+    assert_eq!(
+        (stale.status, stale.body["code"].as_str()),
+        (409, Some("request_not_pending"))
+    );
+    let wrong = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(
+            &json!({"inputResponses": [{"requestId": request_id, "optionId": "green"}]})
+                .to_string(),
+        ),
+    );
+    assert_eq!(
+        (wrong.status, wrong.body["code"].as_str()),
+        (400, Some("invalid_request"))
+    );
+
+    let next = lines.last().unwrap()["index"].as_u64().unwrap() + 1;
+    let resumed = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(
+            &json!({"inputResponses": [{"requestId": request_id, "optionId": "blue"}]}).to_string(),
+        ),
+    );
+    assert_eq!(resumed.status, 202, "{:?}", resumed.body);
+    let rest = server.stream(&id, &format!("?startIndex={next}"));
+    assert_eq!(index_of(&rest)[0], next);
+    let result = rest.iter().find(|l| l["type"] == "action.result").unwrap();
+    assert_eq!(result["data"]["output"], "blue");
+    assert!(
+        rest.iter()
+            .any(|l| l["type"] == "turn.completed" && l["data"]["result"] == "Blue it is.")
+    );
+    assert_eq!(server.session(&id)["status"], "idle");
+    let again = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(&json!({"inputResponses": [{"requestId": request_id, "text": "red"}]}).to_string()),
+    );
+    assert_eq!(
+        (again.status, again.body["code"].as_str()),
+        (409, Some("session_not_active"))
+    );
+}
+
+#[test]
+fn a_denied_approval_does_not_run_the_call_and_the_model_is_told_why() {
+    let dir = agent(
+        "- tool_calls: [{name: guarded, input: {}}]\n- text: Understood.\n",
+        &[(
+            "guarded",
+            "description = \"Needs a person\"\napproval = \"always\"\ncommand = [\"touch\", \"ran\"]\n[input_schema]\ntype = \"object\"\n",
+        )],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Do it");
+    server.stream(&id, "");
+    let session = server.wait_for(&id, "waiting");
+    assert_eq!(session["pending"]["kind"], "approval");
+    assert_eq!(session["pending"]["options"], json!(["approve", "deny"]));
+    let request_id = session["pending"]["requestId"].as_str().unwrap();
+    let denied = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(&json!({"inputResponses": [{"requestId": request_id, "optionId": "deny", "text": "not today"}]}).to_string()),
+    );
+    assert_eq!(denied.status, 202, "{:?}", denied.body);
+    let lines = server.stream(&id, "?startIndex=0");
+    let resolved = lines
+        .iter()
+        .find(|l| l["type"] == "input.resolved")
+        .unwrap();
+    assert_eq!(
+        resolved["data"]["resolution"],
+        json!({"decision": "denied", "reason": "not today"})
+    );
+    let result = lines.iter().find(|l| l["type"] == "action.result").unwrap();
+    assert_eq!(result["data"]["is_error"], true);
+    assert_eq!(
+        result["data"]["output"],
+        "The user denied this call: not today"
+    );
+    assert!(!dir.path().join("ran").exists(), "a denied call never runs");
+    assert!(lines.iter().any(|l| l["type"] == "turn.completed"));
+}
+
+#[test]
+fn a_busy_session_refuses_a_message_and_cancel_kills_its_running_bash() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"sleep 300 & echo $! > sleep.pid; wait\"}}]\n- text: never\n",
+        &[BASH],
+    );
+    let server = Served::start(dir.path(), &["--sandbox", "off"], &[]);
+    let id = server.create("Wait a long time");
+    let pid_file = dir.path().join("sleep.pid");
+    for _ in 0..1200 {
+        if std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<u32>().is_ok()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    assert_eq!(server.session(&id)["status"], "running");
+
+    let busy = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"are you there?"}"#),
+    );
+    assert_eq!(
+        (busy.status, busy.body["code"].as_str()),
+        (409, Some("session_busy"))
+    );
+    let compact = server.call("POST", &format!("/eve/v1/session/{id}/compact"), None);
+    assert_eq!(
+        (compact.status, compact.body["code"].as_str()),
+        (409, Some("session_busy"))
+    );
+
+    let cancel = server.call("POST", &format!("/eve/v1/session/{id}/cancel"), None);
+    assert_eq!(cancel.status, 202);
+    assert_eq!(cancel.body, json!({"ok": true, "status": "accepted"}));
+    let lines = server.stream(&id, "");
+    let types = types(&lines);
+    assert_eq!(
+        &types[types.len() - 5..],
+        [
+            "action.result",
+            "step.completed",
+            "turn.cancelled",
+            "turn.completed",
+            "session.completed"
+        ]
+    );
+    let completed = lines
+        .iter()
+        .find(|l| l["type"] == "turn.completed")
+        .unwrap();
+    assert_eq!(completed["data"]["end_reason"], "aborted");
+    let gone = !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"));
+    assert!(gone, "the sleep the turn started was killed");
+    let idle = server.call("POST", &format!("/eve/v1/session/{id}/cancel"), None);
+    assert_eq!(
+        (idle.status, idle.body["status"].as_str()),
+        (200, Some("no_active_turn"))
+    );
+}
+
+#[test]
+fn streams_start_at_any_index_negative_from_the_end_and_two_readers_see_the_same_lines() {
+    let dir = agent(
+        "- text: Reading.\n  tool_calls: [{name: bash, input: {command: \"sleep 0.5; echo done\"}}]\n- text: All done.\n",
+        &[BASH],
+    );
+    let server = Served::start(dir.path(), &["--sandbox", "off"], &[]);
+    let id = server.create("Go");
+    let url = server.url.clone();
+    let path = format!("/eve/v1/session/{id}/stream");
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (url, path) = (url.clone(), path.clone());
+            std::thread::spawn(move || request(&url, "GET", &path, &[], None).2)
+        })
+        .collect();
+    let seen: Vec<Vec<Value>> = readers
+        .into_iter()
+        .map(|r| {
+            String::from_utf8(r.join().unwrap())
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|l| l.get("index").is_some())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        seen[0], seen[1],
+        "two readers get the same lines in the same order"
+    );
+    let total = seen[0].len() as u64;
+    assert_eq!(index_of(&seen[0]), (0..total).collect::<Vec<_>>());
+
+    let tail = server.stream(&id, "?startIndex=-2&follow=false");
+    assert_eq!(index_of(&tail), [total - 2, total - 1]);
+    assert_eq!(types(&tail), ["turn.completed", "session.completed"]);
+    let from = server.stream(&id, "?startIndex=3&follow=false");
+    assert_eq!(from, seen[0][3..].to_vec());
+    assert!(
+        server
+            .stream(&id, &format!("?startIndex={}&follow=false", total + 5))
+            .is_empty()
+    );
+    assert_eq!(
+        server.stream(&id, "?startIndex=-1000&follow=false"),
+        seen[0]
+    );
+}
+
+#[test]
+fn bad_requests_get_a_clear_status_and_code_never_a_500() {
+    let dir = agent("- text: hi\n", &[]);
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("hello");
+    server.stream(&id, "");
+    let cases: Vec<(&str, String, Option<String>, u16, &str)> = vec![
+        (
+            "POST",
+            "/eve/v1/session".into(),
+            Some("{\"message\":".into()),
+            400,
+            "invalid_json",
+        ),
+        (
+            "POST",
+            "/eve/v1/session".into(),
+            Some("not json".into()),
+            400,
+            "invalid_json",
+        ),
+        (
+            "POST",
+            "/eve/v1/session".into(),
+            Some("[1,2]".into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            "/eve/v1/session".into(),
+            Some(r#"{"message":42}"#.into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            "/eve/v1/session".into(),
+            Some(r#"{"mesage":"hi"}"#.into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            "/eve/v1/session".into(),
+            Some(r#"{"message":"   "}"#.into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            format!("/eve/v1/session/{id}"),
+            Some(r#"{}"#.into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            format!("/eve/v1/session/{id}"),
+            Some(r#"{"message":"a","inputResponses":[]}"#.into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            format!("/eve/v1/session/{id}"),
+            Some(r#"{"inputResponses":"yes"}"#.into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            format!("/eve/v1/session/{id}"),
+            Some(r#"{"inputResponses":[{"requestId":1}]}"#.into()),
+            400,
+            "invalid_request",
+        ),
+        (
+            "POST",
+            "/eve/v1/session/ses_01NOSUCHSESSION0000000000".into(),
+            Some(r#"{"message":"hi"}"#.into()),
+            404,
+            "session_not_found",
+        ),
+        (
+            "POST",
+            "/eve/v1/session/..%2F..%2Fetc".into(),
+            Some(r#"{"message":"hi"}"#.into()),
+            404,
+            "session_not_found",
+        ),
+        (
+            "GET",
+            "/eve/v1/session/ses_01NOSUCHSESSION0000000000/stream".into(),
+            None,
+            404,
+            "session_not_found",
+        ),
+        (
+            "POST",
+            "/eve/v1/session/ses_01NOSUCHSESSION0000000000/cancel".into(),
+            None,
+            404,
+            "session_not_found",
+        ),
+        (
+            "GET",
+            format!("/eve/v1/session/{id}/stream?startIndex=abc"),
+            None,
+            400,
+            "invalid_request",
+        ),
+        (
+            "GET",
+            format!("/eve/v1/session/{id}/stream?follow=maybe"),
+            None,
+            400,
+            "invalid_request",
+        ),
+        (
+            "GET",
+            format!("/eve/v1/session/{id}/stream?token=x"),
+            None,
+            400,
+            "invalid_request",
+        ),
+        (
+            "GET",
+            "/eve/v1/sessions?limit=0".into(),
+            None,
+            400,
+            "invalid_request",
+        ),
+        ("GET", "/eve/v1/nope".into(), None, 404, "not_found"),
+        (
+            "DELETE",
+            "/eve/v1/session".into(),
+            None,
+            405,
+            "method_not_allowed",
+        ),
+        (
+            "GET",
+            "/eve/v1/session".into(),
+            None,
+            405,
+            "method_not_allowed",
+        ),
+    ];
+    for (method, path, body, status, code) in cases {
+        let answer = server.call(method, &path, body.as_deref());
+        assert_eq!(
+            (answer.status, answer.body["code"].as_str()),
+            (status, Some(code)),
+            "{method} {path} {body:?}: {:?}",
+            answer.body
+        );
+        assert_eq!(answer.body["ok"], false);
+        assert!(
+            answer.body["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    let long = json!({"message": "x".repeat(300 * 1024)}).to_string();
+    let answer = server.call("POST", "/eve/v1/session", Some(&long));
+    assert_eq!(
+        (answer.status, answer.body["code"].as_str()),
+        (400, Some("message_too_long"))
+    );
+    let huge = json!({"message": "x".repeat(4 * 1024 * 1024)}).to_string();
+    let answer = server.call("POST", "/eve/v1/session", Some(&huge));
+    assert_eq!(
+        (answer.status, answer.body["code"].as_str()),
+        (413, Some("body_too_large"))
+    );
+    // Requests a page of another site (or a DNS rebinding) sends are refused.
+    let answer = server.call_with(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"rm"}"#),
+        &[("Origin", "http://evil.example")],
+    );
+    assert_eq!(
+        (answer.status, answer.body["code"].as_str()),
+        (403, Some("origin_not_allowed"))
+    );
+    let answer = server.call_with(
+        "GET",
+        "/eve/v1/sessions",
+        None,
+        &[("Host", "evil.example:8787")],
+    );
+    assert_eq!(
+        (answer.status, answer.body["code"].as_str()),
+        (403, Some("host_not_allowed"))
+    );
+    let health = server.call("GET", "/eve/v1/health", None);
+    assert_eq!(
+        (health.status, health.body.clone()),
+        (200, json!({"ok": true, "status": "ready"}))
+    );
+    let log = server.stderr();
+    assert!(log.contains("POST /eve/v1/session 400"), "{log}");
+    assert!(
+        !log.contains("mesage") && !log.contains("xxxx"),
+        "request logs hold no bodies: {log}"
+    );
+}
+
+#[test]
+fn with_a_token_every_api_request_needs_it_and_logs_never_show_it() {
+    let dir = agent("- text: hi\n", &[]);
+    let token = "tok-4f9a-SECRET-serve";
+    let server = Served::start(dir.path(), &[], &[("EVE_SERVE_TOKEN", token)]);
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some("Bearer tok-4f9a-SECRET-serv"),
+        Some(token),
+    ] {
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
+        for (method, path) in [
+            ("GET", "/eve/v1/info"),
+            ("GET", "/eve/v1/sessions"),
+            ("POST", "/eve/v1/session"),
+            ("GET", "/eve//v1/sessions"),
+            ("GET", "/eve/v1%2Fsessions"),
+            ("GET", "/nothing"),
+        ] {
+            let answer = server.call_with(method, path, Some(r#"{"message":"hi"}"#), &headers);
+            assert_eq!(
+                (answer.status, answer.body["code"].as_str()),
+                (401, Some("unauthorized")),
+                "{auth:?} {path}"
+            );
+        }
+    }
+    let good = format!("Bearer {token}");
+    let headers = [("Authorization", good.as_str())];
+    let info = server.call_with("GET", "/eve/v1/info", None, &headers);
+    assert_eq!(info.status, 200);
+    assert_eq!(info.body["agent"]["name"], "served");
+    assert_eq!(info.body["agent"]["model"], "scripted:replies.yaml");
+    let created = server.call_with(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"hi"}"#),
+        &headers,
+    );
+    assert_eq!(created.status, 202);
+    assert_eq!(
+        server.call("GET", "/eve/v1/health", None).status,
+        200,
+        "health needs no token"
+    );
+    assert!(!server.stderr().contains("SECRET"), "{}", server.stderr());
+}
+
+#[test]
+fn the_token_is_not_in_the_environment_of_processes_the_model_starts() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo; env\"}}]\n- text: done\n",
+        &[BASH],
+    );
+    let server = Served::start(dir.path(), &[], &[("EVE_SERVE_TOKEN", "tok-ENV-SECRET-7")]);
+    let auth = [("Authorization", "Bearer tok-ENV-SECRET-7")];
+    let created = server.call_with(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"look"}"#),
+        &auth,
+    );
+    let id = created.body["sessionId"].as_str().unwrap();
+    let (_, _, body) = request(
+        &server.url,
+        "GET",
+        &format!("/eve/v1/session/{id}/stream"),
+        &auth,
+        None,
+    );
+    let text = String::from_utf8(body).unwrap();
+    let result = text
+        .lines()
+        .find(|l| l.contains("\"action.result\""))
+        .unwrap();
+    assert!(
+        result.contains("PATH="),
+        "the tool read the environment: {result}"
+    );
+    assert!(
+        !result.contains("ENV-SECRET"),
+        "the token leaked to a tool: {result}"
+    );
+}
+
+#[test]
+fn without_a_token_a_non_loopback_address_is_refused_with_the_reason() {
+    let dir = agent("- text: hi\n", &[]);
+    let output = common::eve()
+        .current_dir(dir.path())
+        .env_remove("EVE_SERVE_TOKEN")
+        .args(["serve", ".", "--addr", "0.0.0.0:8787"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:8787 without a token")
+            && stderr.contains("EVE_SERVE_TOKEN"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_restart_after_kill_9_mid_turn_repairs_the_session_and_serves_it() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"touch started; sleep 300\"}}]\n- text: Back again.\n",
+        &[BASH],
+    );
+    let mut server = Served::start(dir.path(), &["--sandbox", "off"], &[]);
+    let id = server.create("Run long");
+    for _ in 0..1200 {
+        if dir.path().join("started").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(dir.path().join("started").exists());
+    server.kill9();
+
+    let server = Served::start(dir.path(), &["--sandbox", "off"], &[]);
+    assert!(
+        server.stderr().contains(&format!(
+            "session {id}: closed the turn that was interrupted"
+        )),
+        "{}",
+        server.stderr()
+    );
+    assert_eq!(server.session(&id)["status"], "idle");
+    let lines = server.stream(&id, "?follow=false");
+    let failed = lines.iter().find(|l| l["type"] == "turn.failed").unwrap();
+    assert_eq!(failed["data"]["end_reason"], "interrupted");
+    let next = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"again"}"#),
+    );
+    assert_eq!(next.status, 202, "{:?}", next.body);
+    let rest = server.stream(&id, &format!("?startIndex={}", lines.len()));
+    assert!(
+        rest.iter()
+            .any(|l| l["type"] == "turn.completed" && l["data"]["result"] == "Back again."),
+        "{rest:?}"
+    );
+}
+
+#[test]
+fn sigterm_lets_the_step_finish_then_closes_the_turn_as_aborted() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"touch started; sleep 2; echo finished\"}}]\n- text: never sent\n",
+        &[BASH],
+    );
+    let mut server = Served::start(dir.path(), &["--sandbox", "off", "--grace", "60"], &[]);
+    let id = server.create("Work");
+    for _ in 0..1200 {
+        if dir.path().join("started").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
+    let log =
+        std::fs::read_to_string(dir.path().join(format!(".eve/sessions/{id}.jsonl"))).unwrap();
+    let records: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["record"] == "event")
+        .map(|r| &r["event"])
+        .collect();
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "action.result")
+        .unwrap();
+    assert!(
+        result["data"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("finished"),
+        "the running step finished: {result}"
+    );
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        &types[types.len() - 3..],
+        ["turn.cancelled", "turn.completed", "session.completed"]
+    );
+    assert_eq!(events[events.len() - 2]["data"]["end_reason"], "aborted");
+    assert_eq!(
+        types.iter().filter(|t| **t == "step.started").count(),
+        1,
+        "no step after the signal"
+    );
+}
+
+#[test]
+fn turns_beyond_max_turns_wait_for_a_place() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"sleep 300\"}}]\n- text: done\n",
+        &[BASH],
+    );
+    let server = Served::start(dir.path(), &["--sandbox", "off", "--max-turns", "1"], &[]);
+    let first = server.create("one");
+    server.wait_for(&first, "running");
+    let second = server.create("two");
+    assert_eq!(server.session(&second)["status"], "queued");
+    let cancel = server.call("POST", &format!("/eve/v1/session/{first}/cancel"), None);
+    assert_eq!(cancel.status, 202);
+    server.wait_for(&second, "running");
+    let cancel = server.call("POST", &format!("/eve/v1/session/{second}/cancel"), None);
+    assert_eq!(cancel.status, 202);
+    let lines = server.stream(&second, "");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "turn.completed" && l["data"]["end_reason"] == "aborted")
+    );
+}
+
+#[test]
+fn the_limits_on_sessions_and_readers_answer_429() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"sleep 300\"}}]\n- text: done\n",
+        &[BASH],
+    );
+    let server = Served::start(
+        dir.path(),
+        &[
+            "--sandbox",
+            "off",
+            "--max-sessions",
+            "1",
+            "--max-readers",
+            "1",
+        ],
+        &[],
+    );
+    let id = server.create("long");
+    let more = server.call("POST", "/eve/v1/session", Some(""));
+    assert_eq!(
+        (more.status, more.body["code"].as_str()),
+        (429, Some("too_many_sessions"))
+    );
+    let (url, path) = (server.url.clone(), format!("/eve/v1/session/{id}/stream"));
+    let follower = std::thread::spawn(move || request(&url, "GET", &path, &[], None).0);
+    let mut refused = None;
+    for _ in 0..1200 {
+        let probe = format!("/eve/v1/session/{id}/stream?follow=false");
+        let (status, _, body) = request(&server.url, "GET", &probe, &[], None);
+        if status == 429 {
+            refused = Some(serde_json::from_slice::<Value>(&body).unwrap());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(refused.unwrap()["code"], "too_many_readers");
+    assert_eq!(
+        server
+            .call("POST", &format!("/eve/v1/session/{id}/cancel"), None)
+            .status,
+        202
+    );
+    assert_eq!(follower.join().unwrap(), 200);
+}
+
+#[test]
+fn a_turn_through_the_mock_http_provider_streams_its_text() {
+    use common::mock::{MockServer, Reply, anthropic_reply};
+    let mock = MockServer::start(vec![
+        Reply::Sse(anthropic_reply(
+            "Looking.",
+            &[("toolu_1", "read_file", json!({"path": "instructions.md"}))],
+            3,
+        )),
+        Reply::Sse(anthropic_reply("It is a test agent.", &[], 1)),
+    ]);
+    let dir = agent("", &[READ_FILE]);
+    let server = Served::start(
+        dir.path(),
+        &["--model", "anthropic/claude-test"],
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-mock"),
+            ("ANTHROPIC_BASE_URL", &mock.url()),
+        ],
+    );
+    let id = server.create("What is it?");
+    let lines = server.stream(&id, "");
+    let completed = lines
+        .iter()
+        .find(|l| l["type"] == "turn.completed")
+        .unwrap();
+    assert_eq!(completed["data"]["result"], "It is a test agent.");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].header("x-api-key"), Some("sk-ant-mock"));
+    assert_eq!(
+        requests[1].body["messages"][0]["content"][0]["text"],
+        "What is it?"
+    );
+}
+
+#[test]
+fn cancel_ends_a_parked_turn_and_compact_runs_like_a_turn() {
+    let dir = agent(
+        "- tool_calls: [{name: ask_question, input: {question: Sure?}}]\n- text: A summary of it all.\n",
+        &[ASK],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Ask me");
+    let lines = server.stream(&id, "");
+    server.wait_for(&id, "waiting");
+    let compact = server.call("POST", &format!("/eve/v1/session/{id}/compact"), None);
+    assert_eq!(
+        (compact.status, compact.body["code"].as_str()),
+        (409, Some("input_required"))
+    );
+    let cancel = server.call("POST", &format!("/eve/v1/session/{id}/cancel"), None);
+    assert_eq!(cancel.status, 202, "{:?}", cancel.body);
+    let rest = server.stream(&id, &format!("?startIndex={}", lines.len()));
+    let result = rest.iter().find(|l| l["type"] == "action.result").unwrap();
+    assert_eq!(result["data"]["is_error"], true);
+    assert!(
+        result["data"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("was not run: the turn was cancelled")
+    );
+    let completed = rest.iter().find(|l| l["type"] == "turn.completed").unwrap();
+    assert_eq!(completed["data"]["end_reason"], "aborted");
+    assert_eq!(server.session(&id)["status"], "idle");
+
+    let before = server.session(&id)["events"].as_u64().unwrap();
+    let compact = server.call("POST", &format!("/eve/v1/session/{id}/compact"), None);
+    assert_eq!(compact.status, 202, "{:?}", compact.body);
+    let rest = server.stream(&id, &format!("?startIndex={before}"));
+    let types = types(&rest);
+    assert!(
+        types.contains(&"compaction.requested".to_string()),
+        "{types:?}"
+    );
+    assert!(
+        types.contains(&"compaction.completed".to_string()),
+        "{types:?}"
+    );
+}
+
+#[test]
+fn a_session_eve_run_changed_between_turns_is_taken_as_its_log_says() {
+    let dir = agent(
+        "- tool_calls: [{name: ask_question, input: {question: Which color?}}]\n- text: Answered at the terminal.\n- text: Third reply.\n",
+        &[ASK],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Ask");
+    server.stream(&id, "");
+    let request_id = server.wait_for(&id, "waiting")["pending"]["requestId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Nothing holds a parked session: eve run answers it meanwhile.
+    let answered = common::run_in(
+        dir.path(),
+        &["run", ".", "--session", &id, "--answer", "red"],
+    );
+    assert_eq!(answered.code, 0, "{}", answered.stderr);
+    let stale = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(&json!({"inputResponses": [{"requestId": request_id, "text": "blue"}]}).to_string()),
+    );
+    assert_eq!(stale.status, 202);
+    server.wait_for(&id, "idle");
+    let next = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"and now?"}"#),
+    );
+    assert_eq!(next.status, 202, "{:?}", next.body);
+    let lines = server.stream(&id, "?startIndex=0");
+    assert!(
+        !lines.iter().any(|l| l["type"] == "session.failed"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["type"] == "input.resolved")
+            .count(),
+        1,
+        "the stale answer was not applied"
+    );
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l["type"] == "turn.completed")
+        .unwrap();
+    assert_eq!(last["data"]["result"], "Third reply.");
+}
+
+#[test]
+fn cors_is_off_unless_one_origin_is_named() {
+    let dir = agent("- text: hi\n- text: hi\n", &[]);
+    let server = Served::start(dir.path(), &[], &[]);
+    let (status, headers, _) = request(
+        &server.url,
+        "OPTIONS",
+        "/eve/v1/session",
+        &[
+            ("Origin", "https://app.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        None,
+    );
+    assert_eq!(status, 403);
+    assert!(
+        !headers
+            .iter()
+            .any(|(k, _)| k.starts_with("access-control-"))
+    );
+
+    let server = Served::start(dir.path(), &["--cors", "https://app.example"], &[]);
+    let (status, headers, _) = request(
+        &server.url,
+        "OPTIONS",
+        "/eve/v1/session",
+        &[
+            ("Origin", "https://app.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        None,
+    );
+    assert_eq!(status, 204);
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(
+        header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    assert!(header("access-control-allow-headers").is_some_and(|h| h.contains("authorization")));
+    let allowed = server.call_with(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"hi"}"#),
+        &[("Origin", "https://app.example")],
+    );
+    assert_eq!(allowed.status, 202);
+    let other = server.call_with(
+        "POST",
+        "/eve/v1/session",
+        Some(r#"{"message":"hi"}"#),
+        &[("Origin", "https://other.example")],
+    );
+    assert_eq!(
+        (other.status, other.body["code"].as_str()),
+        (403, Some("origin_not_allowed"))
+    );
+}
+
+#[test]
+fn after_the_grace_period_a_running_step_is_cancelled_and_the_log_is_whole() {
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"touch started; sleep 300\"}}]\n- text: never sent\n",
+        &[BASH],
+    );
+    let mut server = Served::start(dir.path(), &["--sandbox", "off", "--grace", "1"], &[]);
+    let id = server.create("Work");
+    for _ in 0..1200 {
+        if dir.path().join("started").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
+    assert!(
+        server.stderr().contains("the grace period (1 s) is over"),
+        "{}",
+        server.stderr()
+    );
+    let log =
+        std::fs::read_to_string(dir.path().join(format!(".eve/sessions/{id}.jsonl"))).unwrap();
+    assert!(log.ends_with('\n'));
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["record"] == "event")
+        .map(|r| r["event"].clone())
+        .collect();
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "action.result")
+        .unwrap();
+    assert_eq!(result["data"]["is_error"], true, "{result}");
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        &types[types.len() - 3..],
+        ["turn.cancelled", "turn.completed", "session.completed"]
+    );
+}
