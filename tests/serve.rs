@@ -1070,3 +1070,54 @@ fn after_the_grace_period_a_running_step_is_cancelled_and_the_log_is_whole() {
         ["turn.cancelled", "turn.completed", "session.completed"]
     );
 }
+
+#[test]
+fn a_served_turn_uses_the_agents_mcp_server_and_stops_it_when_the_turn_ends() {
+    let dir = agent(
+        "- tool_calls: [{name: t__echo, input: {text: one}}]\n- text: first\n- tool_calls: [{name: t__echo, input: {text: two}}]\n- text: second\n",
+        &[],
+    );
+    let log = dir.path().join("server.log");
+    std::fs::create_dir_all(dir.path().join("connections")).unwrap();
+    std::fs::write(
+        dir.path().join("connections/t.toml"),
+        format!(
+            "command = [\"mcp-test-server\"]\nenv = {{ MCP_TEST_LOG = \"{}\" }}\n[tools]\nallow = [\"echo\"]\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let path = common::mcp::path_with_server();
+    let server = Served::start(dir.path(), &[], &[("PATH", path.to_str().unwrap())]);
+    let id = server.create("Echo one");
+    server.wait_for(&id, "idle");
+    let answer = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"Echo two"}"#),
+    );
+    assert_eq!(answer.status, 202, "{:?}", answer.body);
+    server.wait_for(&id, "idle");
+    let lines = server.stream(&id, "");
+    let outputs: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "action.result")
+        .map(|l| l["data"]["output"].as_str().unwrap())
+        .collect();
+    assert_eq!(outputs, ["echo: one", "echo: two"]);
+    // Listed once for the build, then started for each turn: between turns a served
+    // session holds no server process.
+    let started: Vec<u32> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("started ")?.parse().ok())
+        .collect();
+    assert_eq!(started.len(), 3, "{started:?}");
+    for pid in &started[1..] {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "server {pid} still runs: {stat}"
+        );
+    }
+}
