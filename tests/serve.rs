@@ -1089,6 +1089,15 @@ fn a_served_turn_uses_the_agents_mcp_server_and_stops_it_when_the_turn_ends() {
     .unwrap();
     let path = common::mcp::path_with_server();
     let server = Served::start(dir.path(), &[], &[("PATH", path.to_str().unwrap())]);
+    // What the agent offers, before any turn: the server's tool as the build listed it.
+    let info = server.call("GET", "/eve/v1/info", None);
+    let tools: Vec<&str> = info.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["t__echo"], "{:?}", info.body);
     let id = server.create("Echo one");
     server.wait_for(&id, "idle");
     let answer = server.call(

@@ -258,12 +258,20 @@ fn describe(
         options.no_network,
         &crate::sandbox::Support::detect(),
     )?;
-    let registry = crate::tools::Registry::for_provider(
-        manifest,
-        resolved.provider.capabilities().hosted_web_search,
-        true,
-        sandbox.as_ref().and_then(|s| s.withheld.as_deref()),
-    );
+    let hosted = resolved.provider.capabilities().hosted_web_search;
+    let withheld = sandbox.as_ref().and_then(|s| s.withheld.as_deref());
+    // The connections' tools as the build listed them: their servers start with each
+    // turn, so none runs now (nothing is started here).
+    let registry = match crate::connections::Connections::new(manifest, agent_dir, &workspace, None)
+    {
+        Some(connections) => {
+            let (external, missing) = connections.external();
+            crate::tools::Registry::with_external(
+                manifest, hosted, true, withheld, external, missing,
+            )
+        }
+        None => crate::tools::Registry::for_provider(manifest, hosted, true, withheld),
+    };
     let named = |name: &str, description: &str| json!({"name": name, "description": description});
     let info = json!({
         "ok": true,
