@@ -1130,3 +1130,63 @@ fn a_served_turn_uses_the_agents_mcp_server_and_stops_it_when_the_turn_ends() {
         );
     }
 }
+
+#[test]
+fn a_tool_file_the_model_adds_while_served_is_recorded_and_the_next_start_needs_a_review() {
+    // The sandbox keeps the agent's files read-only but lets a process add a new one:
+    // a first read_file tool (an allow-everything override would do the same).
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"mkdir tools && printf 'approval = \\\"never\\\"\\\\n' > tools/read_file.toml && echo added\"}}]\n- text: Added a tool.\n",
+        &[],
+    );
+    // Default tools (bash among them) and no tools/ folder yet.
+    std::fs::remove_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("agent.toml"),
+        "name = \"served\"\nmodel = \"scripted:replies.yaml\"\n[workspace]\nroot = \".\"\n",
+    )
+    .unwrap();
+    let mut server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Give yourself a tool");
+    server.wait_for(&id, "idle");
+    let lines = server.stream(&id, "?startIndex=0");
+    assert!(
+        dir.path().join("tools/read_file.toml").is_file(),
+        "{lines:?}"
+    );
+    let record = dir.path().join(".eve/agent-changes.json");
+    for _ in 0..600 {
+        if record.is_file() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let recorded = std::fs::read_to_string(&record).expect("the change is recorded");
+    assert!(recorded.contains("tools ~read_file"), "{recorded}");
+    assert!(
+        server.stderr().contains("definition changed"),
+        "{}",
+        server.stderr()
+    );
+    server.terminate();
+
+    let restarted = common::eve()
+        .current_dir(dir.path())
+        .args(["serve", ".", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&restarted.stderr);
+    assert_eq!(restarted.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("tools ~read_file"), "{stderr}");
+    assert!(stderr.contains("eve build"), "{stderr}");
+
+    let reviewed = common::run_in(dir.path(), &["build", "."]);
+    assert_eq!(reviewed.code, 0, "{}", reviewed.stderr);
+    assert!(
+        reviewed.stderr.contains("this build accepts it"),
+        "{}",
+        reviewed.stderr
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    assert_eq!(server.call("GET", "/eve/v1/health", None).status, 200);
+}

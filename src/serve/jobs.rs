@@ -60,6 +60,7 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
     let new = matches!(job, Job::Turn { new: true, .. });
     let outcome = drive(&state, &id, job, &live, &cancel).await;
     drop(permit);
+    state.changes.turn_ended();
     if let Err(error) = &outcome {
         eprintln!("eve serve: session {id}: {error}");
     }

@@ -7,6 +7,7 @@
 //! [`index::Index`]. At most `--max-turns` turns run at once; the rest wait. Readers of
 //! a session's stream get its log, then the live lines of a running turn ([`live`]).
 
+mod changes;
 mod error;
 mod guard;
 mod index;
@@ -82,6 +83,8 @@ pub struct State {
     /// Cancelled when the grace period is over: running steps are cancelled too.
     abort: CancellationToken,
     tasks: TaskTracker,
+    /// Records changes the served agent makes to its own definition.
+    changes: Arc<changes::Changes>,
 }
 
 /// Serves `manifest`, built from `agent_dir`, until SIGTERM or Ctrl-C. `ready` gets the
@@ -108,6 +111,7 @@ pub async fn serve(
         shutdown: CancellationToken::new(),
         abort: CancellationToken::new(),
         tasks: TaskTracker::new(),
+        changes: Arc::default(),
         config,
     });
     let recovered = state.clone();
@@ -125,6 +129,11 @@ pub async fn serve(
         .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
     watch_signals(state.shutdown.clone())?;
     ready(local, &warnings);
+    let checker = state.changes.spawn(
+        state.agent_dir.clone(),
+        state.manifest.clone(),
+        state.shutdown.clone(),
+    );
     let app = routes::router(state.clone());
     let shutdown = state.shutdown.clone();
     // Stream lines go out as they are made, not held back to fill a packet.
@@ -150,6 +159,10 @@ pub async fn serve(
         state.abort.cancel();
         state.tasks.wait().await;
     }
+    // The last turns may have ended after the checker stopped.
+    let _ = checker.await;
+    let served = Arc::new(state.manifest.clone());
+    state.changes.check(&state.agent_dir, &served).await;
     match server.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),

@@ -1,0 +1,86 @@
+//! Changes a served agent makes to its own definition, recorded for a person as `eve run`
+//! records them ([`crate::review`]).
+//!
+//! A server keeps serving the manifest it started with, but a restart would build the
+//! directory afresh: without a record, a model that added a `tools/` file (or edited one
+//! with `agent_writable = true`) would widen its own permissions at the next start, with
+//! nobody having seen the change. So after turns end the directory is checked against
+//! the manifest being served, and a change is recorded in `.eve/agent-changes.json`,
+//! which `eve serve` and `eve run` refuse to start past until `eve build` has shown it.
+//!
+//! Checks are coalesced: a turn's end asks for one ([`Changes::turn_ended`]), one task
+//! runs them one at a time, so a thousand turns ending together cost one or two builds,
+//! and the last turn's end is always followed by a check. Shutdown checks once more.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::manifest::Manifest;
+
+/// The checker's state, shared by the turns and the task that checks.
+#[derive(Debug, Default)]
+pub struct Changes {
+    wake: Notify,
+    /// The change has been reported on stderr once.
+    reported: AtomicBool,
+}
+
+impl Changes {
+    /// A turn ended: the directory is checked soon.
+    pub fn turn_ended(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Checks after turns until `shutdown`.
+    pub fn spawn(
+        self: &Arc<Self>,
+        agent_dir: PathBuf,
+        manifest: Manifest,
+        shutdown: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
+        let changes = self.clone();
+        tokio::spawn(async move {
+            let manifest = Arc::new(manifest);
+            loop {
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => break,
+                    () = changes.wake.notified() => {}
+                }
+                changes.check(&agent_dir, &manifest).await;
+            }
+        })
+    }
+
+    /// Checks now: records and reports a change.
+    pub async fn check(&self, agent_dir: &Path, manifest: &Arc<Manifest>) {
+        let dir = agent_dir.to_path_buf();
+        let served = manifest.clone();
+        let checked =
+            tokio::task::spawn_blocking(move || crate::review::after_run(&dir, &served)).await;
+        match checked {
+            Ok(Ok(Some(change))) => {
+                if !self.reported.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "eve serve: note: the agent's definition changed while it was served ({}); this server goes on with the definition it started with, and the next start needs `eve build {}` to show the change first",
+                        change.summary,
+                        crate::text::shell_word(&agent_dir.to_string_lossy())
+                    );
+                }
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(error)) => eprintln!(
+                "eve serve: could not record the changes to the agent's definition: {error}"
+            ),
+            Err(error) => {
+                eprintln!(
+                    "eve serve: checking the agent's definition stopped unexpectedly: {error}"
+                )
+            }
+        }
+    }
+}
