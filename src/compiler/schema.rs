@@ -1,0 +1,1 @@
+//! JSON Schemas of the file kinds, made from their shapes.
