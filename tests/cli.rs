@@ -34,12 +34,42 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     ] {
         assert!(tmp.path().join("demo").join(file).is_file(), "{file}");
     }
-    assert_eq!(
-        fs::read_to_string(tmp.path().join("demo/.gitignore")).unwrap(),
-        ".eve/\n"
+    let gitignore = fs::read_to_string(tmp.path().join("demo/.gitignore")).unwrap();
+    assert!(
+        gitignore.contains("\n.eve/*\n!.eve/schemas/\n"),
+        "{gitignore}"
     );
     let agent = fs::read_to_string(tmp.path().join("demo/agent.toml")).unwrap();
     assert!(agent.contains("name = \"demo\""), "{agent}");
+    // Each TOML file starts with the directive taplo reads, naming a schema that is there.
+    for (file, directive, schema) in [
+        (
+            "agent.toml",
+            "#:schema ./.eve/schemas/agent.json",
+            ".eve/schemas/agent.json",
+        ),
+        (
+            "tools/bash.toml",
+            "#:schema ../.eve/schemas/tools/bash.json",
+            ".eve/schemas/tools/bash.json",
+        ),
+        (
+            "evals/summarize-folder.toml",
+            "#:schema ../.eve/schemas/eval.json",
+            ".eve/schemas/eval.json",
+        ),
+    ] {
+        let text = fs::read_to_string(tmp.path().join("demo").join(file)).unwrap();
+        assert_eq!(text.lines().next(), Some(directive), "{file}");
+        let written = fs::read_to_string(tmp.path().join("demo").join(schema)).unwrap();
+        let committed = fs::read_to_string(
+            repo()
+                .join("schemas")
+                .join(schema.strip_prefix(".eve/schemas/").unwrap()),
+        )
+        .unwrap();
+        assert_eq!(written, committed, "{schema}");
+    }
 
     let build = run_in(tmp.path(), &["build", "demo"]);
     assert_eq!(build.code, 0, "{}", build.stderr);

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::cli::InitArgs;
+use crate::compiler::schema::{self, Schema};
 use crate::compiler::{self, render};
 use crate::manifest::model::ModelRef;
+use crate::tools::builtin::CATALOG;
 
 /// The files `eve init` writes: path in the agent directory, template text.
 const TEMPLATES: &[(&str, &str)] = &[
@@ -51,11 +53,20 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     let name = crate::compiler::agent_name(dir);
     let env = minijinja::Environment::new();
     let context = minijinja::context! { name => &name, model => args.model.trim() };
+    // Editors that read `#:schema` (taplo, Even Better TOML) find the schemas offline.
+    let schemas = dir.join(schema::AGENT_SCHEMAS_DIR);
+    schema::write_all(&schemas, &CATALOG)
+        .with_context(|| format!("cannot write the schemas into `{}`", schemas.display()))?;
     for (path, template) in TEMPLATES {
         let mut text = env
             .render_str(template, &context)
             .with_context(|| format!("cannot render the template for `{path}`"))?;
         text.push('\n');
+        if path.ends_with(".toml")
+            && let Some(schema) = Schema::for_file(path, &CATALOG, &[])
+        {
+            text = format!("{}\n{text}", schema::directive(path, &schema));
+        }
         let target = dir.join(path);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)
@@ -66,7 +77,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     }
 
     // Like mdBook's init, check our own output by building it.
-    let build = compiler::compile(dir, &crate::tools::builtin::CATALOG);
+    let build = compiler::compile(dir, &CATALOG);
     if !build.diagnostics.is_empty() {
         eprint!(
             "{}",
@@ -78,6 +89,10 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     for (path, _) in TEMPLATES {
         eprintln!("  {}", render::join_path(&shown, path));
     }
+    eprintln!(
+        "  {}/   JSON Schemas for editors (docs/editors.md)",
+        render::join_path(&shown, schema::AGENT_SCHEMAS_DIR)
+    );
     let arg = if shown == "." {
         String::new()
     } else {
