@@ -319,11 +319,24 @@ fn eve_schema_prints_one_schema_and_refuses_an_unknown_kind() {
         stderr.contains("[possible values: agent, tool, connection-tool, connection, eval, skill]"),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("a similar value exists: 'agent'"),
+        "{stderr}"
+    );
+    assert!(bad.stdout.is_empty());
     let bad = eve().args(["schema", "tool", "gerp"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
     let stderr = String::from_utf8(bad.stderr).unwrap();
     assert!(stderr.contains("`gerp` is not a built-in tool"), "{stderr}");
     assert!(stderr.contains("bash, read_file"), "{stderr}");
+    assert!(stderr.contains("did you mean `grep`?"), "{stderr}");
+    let bad = eve().args(["schema", "tool", "zzzzzz"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8(bad.stderr).unwrap();
+    assert!(
+        stderr.contains("without a name, `eve schema tool` prints the schema of a new tool"),
+        "{stderr}"
+    );
     let bad = eve().args(["schema", "agent", "bash"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }

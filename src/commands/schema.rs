@@ -25,8 +25,13 @@ pub fn run(args: &SchemaArgs) -> anyhow::Result<ExitCode> {
             Some(tool) => Schema::Builtin(tool),
             None => {
                 let names: Vec<&str> = CATALOG.names().collect();
+                let hint = match crate::suggest::closest(name, names.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`?"),
+                    None => "without a name, `eve schema tool` prints the schema of a new tool"
+                        .to_string(),
+                };
                 return usage(&format!(
-                    "`{name}` is not a built-in tool\n  = note: built-in tools: {}\n  = help: without a name, `eve schema tool` prints the schema of a new tool",
+                    "`{name}` is not a built-in tool\n  = note: built-in tools: {}\n  = help: {hint}",
                     names.join(", ")
                 ));
             }
