@@ -36,7 +36,10 @@ fn the_committed_schemas_are_the_generated_ones() {
         .filter(|e| e.file_type().is_file())
         .map(|e| slash(e.path().strip_prefix(&dir).unwrap()))
         .collect();
-    assert_eq!(present, expected, "{hint}");
+    assert_eq!(
+        present, expected,
+        "{hint}; delete the files under schemas/ that it does not write"
+    );
 }
 
 #[test]
@@ -258,31 +261,37 @@ fn every_file_of_every_valid_agent_validates() {
     }
 }
 
+/// The keys `eve build` reports as unknown in the agent at `dir` (E0003, and E0211 for
+/// a built-in's settings), and the keys the schemas refuse as unknown: file and dotted key.
+fn unknown_keys(dir: &Path) -> (BTreeSet<(String, String)>, BTreeSet<(String, String)>) {
+    let build = eve::compiler::compile(dir, &CATALOG);
+    let mut by_build = BTreeSet::new();
+    for d in build.diagnostics.iter() {
+        let quoted: Vec<&str> = d.message.split('`').skip(1).step_by(2).collect();
+        let key = match d.code {
+            "E0003" => quoted[0].to_string(),
+            "E0211" => format!("settings.{}", quoted[1]),
+            _ => continue,
+        };
+        by_build.insert((d.file.clone().unwrap(), key));
+    }
+    let mut by_schema = BTreeSet::new();
+    for file in files(dir) {
+        for key in check(&file).1 {
+            by_schema.insert((file.shown.clone(), key));
+        }
+    }
+    (by_build, by_schema)
+}
+
 /// Over every invalid fixture, the keys the schema refuses as unknown are exactly the
-/// keys `eve build` reports as unknown (E0003, and E0211 for a built-in's settings), file
-/// by file.
+/// keys `eve build` reports as unknown, file by file.
 #[test]
 fn the_schemas_refuse_the_keys_the_build_calls_unknown() {
     let mut compared = 0;
     let mut differences = Vec::new();
     for dir in agent_dirs(&fixtures().join("invalid")) {
-        let build = eve::compiler::compile(&dir, &CATALOG);
-        let mut by_build: BTreeSet<(String, String)> = BTreeSet::new();
-        for d in build.diagnostics.iter() {
-            let quoted: Vec<&str> = d.message.split('`').skip(1).step_by(2).collect();
-            let key = match d.code {
-                "E0003" => quoted[0].to_string(),
-                "E0211" => format!("settings.{}", quoted[1]),
-                _ => continue,
-            };
-            by_build.insert((d.file.clone().unwrap(), key));
-        }
-        let mut by_schema = BTreeSet::new();
-        for file in files(&dir) {
-            for key in check(&file).1 {
-                by_schema.insert((file.shown.clone(), key));
-            }
-        }
+        let (by_build, by_schema) = unknown_keys(&dir);
         compared += by_build.len();
         if by_schema != by_build {
             differences.push(format!(
@@ -296,6 +305,105 @@ fn the_schemas_refuse_the_keys_the_build_calls_unknown() {
         compared >= 8,
         "the invalid fixtures hold unknown keys: {compared}"
     );
+}
+
+/// One misspelled key in each kind of file, at the top and in nested tables: the build
+/// and the schema both refuse it, and name the same key. A skill's unknown frontmatter
+/// field is refused by neither.
+#[test]
+fn each_kind_of_file_refuses_a_misspelled_key_where_the_build_does() {
+    const AGENT: &str = "name = \"typo\"\nmodel = \"anthropic/claude-sonnet-4-5\"\n";
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        (
+            "agent.toml",
+            "[workspace]\nrot = \".\"\n",
+            Some("workspace.rot"),
+        ),
+        ("tools/bash.toml", "timeout_sec = 5\n", Some("timeout_sec")),
+        (
+            "tools/web_fetch.toml",
+            "[settings]\nallow_privat = true\n",
+            Some("settings.allow_privat"),
+        ),
+        (
+            "tools/lookup.toml",
+            "description = \"Looks a word up\"\n[input_schema]\ntype = \"object\"\n[http]\nurl = \"https://example.com/\"\nmetod = \"GET\"\n",
+            Some("http.metod"),
+        ),
+        (
+            "tools/lister.toml",
+            "description = \"Lists\"\ncomand = [\"ls\"]\n[input_schema]\ntype = \"object\"\n",
+            Some("comand"),
+        ),
+        (
+            "connections/files.toml",
+            "command = [\"true\"]\nstartup_timeout = 5\n",
+            Some("startup_timeout"),
+        ),
+        (
+            "connections/files.toml",
+            "command = [\"true\"]\n[tools]\naproval = \"always\"\n",
+            Some("tools.aproval"),
+        ),
+        (
+            "tools/files__read.toml",
+            "aproval = \"always\"\n",
+            Some("aproval"),
+        ),
+        (
+            "evals/turns.toml",
+            "[[turn]]\nsend = \"hi\"\n[[turn]]\nsned = \"again\"\n",
+            Some("turn[2].sned"),
+        ),
+        (
+            "evals/call.toml",
+            "prompt = \"hi\"\n[[reply]]\ntool_calls = [{ name = \"glob\", inptu = {} }]\n",
+            Some("reply[1].tool_calls[1].inptu"),
+        ),
+        (
+            "evals/case.toml",
+            "prompt = \"hi\"\n[[reply]]\ntext = \"ok\"\n[expect]\nreply_contain = \"ok\"\n",
+            Some("expect.reply_contain"),
+        ),
+        (
+            "skills/notes.md",
+            "---\nname: notes\ndescription: Takes notes\ncolour: red\nallowed-tools: Read\n---\nTake notes.\n",
+            None,
+        ),
+    ];
+    let mut problems = Vec::new();
+    for (file, text, key) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("typo");
+        fs::create_dir_all(dir.join(file).parent().unwrap()).unwrap();
+        fs::write(dir.join("agent.toml"), AGENT).unwrap();
+        fs::write(dir.join("instructions.md"), "You help.\n").unwrap();
+        if file.starts_with("tools/files__") {
+            fs::create_dir_all(dir.join("connections")).unwrap();
+            fs::write(dir.join("connections/files.toml"), "command = [\"true\"]\n").unwrap();
+        }
+        if *file == "agent.toml" {
+            fs::write(dir.join(file), format!("{AGENT}{text}")).unwrap();
+        } else {
+            fs::write(dir.join(file), text).unwrap();
+        }
+        let expected: BTreeSet<(String, String)> = key
+            .iter()
+            .map(|k| (file.to_string(), k.to_string()))
+            .collect();
+        let (by_build, by_schema) = unknown_keys(&dir);
+        if by_build != expected || by_schema != expected {
+            problems.push(format!(
+                "{file}: expected {expected:?}, the build refuses {by_build:?}, the schema {by_schema:?}"
+            ));
+        }
+        // The file has a schema, so the comparison is not vacuous.
+        assert!(
+            files(&dir).iter().any(|f| f.shown == *file),
+            "{file} has no schema"
+        );
+    }
+    assert_eq!(problems, Vec::<String>::new());
 }
 
 #[test]
