@@ -261,9 +261,12 @@ fn every_file_of_every_valid_agent_validates() {
     }
 }
 
+/// Keys refused as unknown: each the file's path and the key's dotted path.
+type Keys = BTreeSet<(String, String)>;
+
 /// The keys `eve build` reports as unknown in the agent at `dir` (E0003, and E0211 for
-/// a built-in's settings), and the keys the schemas refuse as unknown: file and dotted key.
-fn unknown_keys(dir: &Path) -> (BTreeSet<(String, String)>, BTreeSet<(String, String)>) {
+/// a built-in's settings), and the keys the schemas refuse as unknown.
+fn unknown_keys(dir: &Path) -> (Keys, Keys) {
     let build = eve::compiler::compile(dir, &CATALOG);
     let mut by_build = BTreeSet::new();
     for d in build.diagnostics.iter() {
@@ -387,7 +390,7 @@ fn each_kind_of_file_refuses_a_misspelled_key_where_the_build_does() {
         } else {
             fs::write(dir.join(file), text).unwrap();
         }
-        let expected: BTreeSet<(String, String)> = key
+        let expected: Keys = key
             .iter()
             .map(|k| (file.to_string(), k.to_string()))
             .collect();
