@@ -137,6 +137,37 @@ fn init_refuses_a_folder_that_is_not_empty_unless_forced() {
     assert_eq!(fs::read_to_string(dir.join("notes.txt")).unwrap(), "mine");
 }
 
+/// `eve init --force` over a checkout whose `.eve`, `.eve/schemas` or `tools` is a link
+/// elsewhere (or whose `agent.toml` is one) writes nothing, there or anywhere.
+#[test]
+fn init_does_not_write_through_a_symbolic_link() {
+    for link in [".eve", ".eve/schemas", "tools", "agent.toml"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("checkout");
+        let elsewhere = tmp.path().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::write(elsewhere.join("keep.txt"), "mine").unwrap();
+        let at = dir.join(link);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &at).unwrap();
+
+        let init = run_in(tmp.path(), &["init", "checkout", "--force"]);
+        assert_eq!(init.code, 2, "{link}: {}", init.stderr);
+        assert!(
+            init.stderr
+                .contains(&format!("`checkout/{link}` is a symbolic link")),
+            "{link}: {}",
+            init.stderr
+        );
+        let beyond: Vec<_> = fs::read_dir(&elsewhere)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beyond, ["keep.txt"], "{link}");
+        assert!(!dir.join("instructions.md").exists(), "{link}");
+    }
+}
+
 #[test]
 fn init_in_the_current_folder_names_the_agent_after_it() {
     let tmp = tempfile::tempdir().unwrap();

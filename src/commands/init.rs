@@ -50,6 +50,21 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
+    let schema_files: Vec<String> = Schema::all(&CATALOG)
+        .iter()
+        .map(|s| format!("{}/{}", schema::AGENT_SCHEMAS_DIR, s.file()))
+        .collect();
+    let written = TEMPLATES
+        .iter()
+        .map(|(path, _)| *path)
+        .chain(schema_files.iter().map(String::as_str));
+    if let Some(link) = first_link(dir, written) {
+        eprintln!(
+            "error: `{}` is a symbolic link\n  = note: `eve init` does not write through links: one could lead it to overwrite a file outside `{shown}`\n  = help: remove the link, or pass another folder",
+            render::join_path(&shown, &link)
+        );
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
     let name = crate::compiler::agent_name(dir);
     let env = minijinja::Environment::new();
     let context = minijinja::context! { name => &name, model => args.model.trim() };
@@ -112,6 +127,25 @@ fn check_model(model: &str) -> Result<(), String> {
             "unknown provider `{other}` in `--model {model}`\n  = help: use `anthropic/…` or `openai/…` here, then declare other providers in agent.toml's `[providers.NAME]`"
         )),
     }
+}
+
+/// The first of `paths` (`/`-separated, below `dir`) that is a symbolic link or passes
+/// through one. With `--force` the folder may be a checkout of someone else's, and
+/// `std::fs::write` follows links.
+fn first_link<'p>(dir: &Path, paths: impl IntoIterator<Item = &'p str>) -> Option<String> {
+    for path in paths {
+        let mut prefix = String::new();
+        for part in path.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            if std::fs::symlink_metadata(dir.join(&prefix)).is_ok_and(|m| m.is_symlink()) {
+                return Some(prefix);
+            }
+        }
+    }
+    None
 }
 
 fn is_empty(dir: &Path) -> anyhow::Result<bool> {
