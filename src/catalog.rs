@@ -25,8 +25,9 @@ pub enum SettingKind {
     /// An integer of at least 1.
     PositiveInt,
     /// An integer from `min` to `max`, both included: for a value that costs more the
-    /// larger it is, so a file cannot ask for more than eve can give.
-    IntRange { min: u64, max: u64 },
+    /// larger it is, so a file cannot ask for more than eve can give. `default` is the
+    /// value when the setting is not written.
+    IntRange { min: u64, max: u64, default: u64 },
     /// An array of command patterns (`bash`'s `allow` and `deny`).
     CommandPatterns,
 }

@@ -31,6 +31,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print eve's man page (roff) on stdout
     Man,
+    /// Print the JSON Schema of a kind of file, for editors (taplo, Even Better TOML)
+    Schema(SchemaArgs),
     /// Run an agent's eval cases (evals/**/*.toml) and check what each expects
     Eval(EvalArgs),
     /// Start each MCP server of an agent and list its tools as the model sees them
@@ -222,6 +224,37 @@ pub enum ShowOutput {
     Text,
     /// The events as NDJSON
     StreamJson,
+}
+
+/// Arguments of `eve schema`.
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    /// The kind of file whose schema to print
+    #[arg(value_enum, required_unless_present = "write")]
+    pub kind: Option<SchemaKind>,
+    /// With `tool`: the built-in tool whose file (`tools/<TOOL>.toml`) the schema is for
+    #[arg(value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// Write every schema into DIR instead, as `eve init` does into `.eve/schemas/`
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["kind", "tool"])]
+    pub write: Option<PathBuf>,
+}
+
+/// The kinds of file `eve schema` describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    /// `agent.toml`, a subagent's too
+    Agent,
+    /// `tools/<slug>.toml`: a new tool, or with TOOL a built-in's file
+    Tool,
+    /// `tools/<connection>__<tool>.toml`: one tool of a connection
+    ConnectionTool,
+    /// `connections/<name>.toml`
+    Connection,
+    /// `evals/**/*.toml`
+    Eval,
+    /// A skill's YAML frontmatter
+    Skill,
 }
 
 /// Arguments of `eve init`.

@@ -34,12 +34,42 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     ] {
         assert!(tmp.path().join("demo").join(file).is_file(), "{file}");
     }
-    assert_eq!(
-        fs::read_to_string(tmp.path().join("demo/.gitignore")).unwrap(),
-        ".eve/\n"
+    let gitignore = fs::read_to_string(tmp.path().join("demo/.gitignore")).unwrap();
+    assert!(
+        gitignore.contains("\n.eve/*\n!.eve/schemas/\n"),
+        "{gitignore}"
     );
     let agent = fs::read_to_string(tmp.path().join("demo/agent.toml")).unwrap();
     assert!(agent.contains("name = \"demo\""), "{agent}");
+    // Each TOML file starts with the directive taplo reads, naming a schema that is there.
+    for (file, directive, schema) in [
+        (
+            "agent.toml",
+            "#:schema ./.eve/schemas/agent.json",
+            ".eve/schemas/agent.json",
+        ),
+        (
+            "tools/bash.toml",
+            "#:schema ../.eve/schemas/tools/bash.json",
+            ".eve/schemas/tools/bash.json",
+        ),
+        (
+            "evals/summarize-folder.toml",
+            "#:schema ../.eve/schemas/eval.json",
+            ".eve/schemas/eval.json",
+        ),
+    ] {
+        let text = fs::read_to_string(tmp.path().join("demo").join(file)).unwrap();
+        assert_eq!(text.lines().next(), Some(directive), "{file}");
+        let written = fs::read_to_string(tmp.path().join("demo").join(schema)).unwrap();
+        let committed = fs::read_to_string(
+            repo()
+                .join("schemas")
+                .join(schema.strip_prefix(".eve/schemas/").unwrap()),
+        )
+        .unwrap();
+        assert_eq!(written, committed, "{schema}");
+    }
 
     let build = run_in(tmp.path(), &["build", "demo"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
@@ -105,6 +135,37 @@ fn init_refuses_a_folder_that_is_not_empty_unless_forced() {
     assert_eq!(forced.code, 0, "{}", forced.stderr);
     assert!(dir.join("agent.toml").is_file());
     assert_eq!(fs::read_to_string(dir.join("notes.txt")).unwrap(), "mine");
+}
+
+/// `eve init --force` over a checkout whose `.eve`, `.eve/schemas` or `tools` is a link
+/// elsewhere (or whose `agent.toml` is one) writes nothing, there or anywhere.
+#[test]
+fn init_does_not_write_through_a_symbolic_link() {
+    for link in [".eve", ".eve/schemas", "tools", "agent.toml"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("checkout");
+        let elsewhere = tmp.path().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::write(elsewhere.join("keep.txt"), "mine").unwrap();
+        let at = dir.join(link);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &at).unwrap();
+
+        let init = run_in(tmp.path(), &["init", "checkout", "--force"]);
+        assert_eq!(init.code, 2, "{link}: {}", init.stderr);
+        assert!(
+            init.stderr
+                .contains(&format!("`checkout/{link}` is a symbolic link")),
+            "{link}: {}",
+            init.stderr
+        );
+        let beyond: Vec<_> = fs::read_dir(&elsewhere)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beyond, ["keep.txt"], "{link}");
+        assert!(!dir.join("instructions.md").exists(), "{link}");
+    }
 }
 
 #[test]

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use crate::cli::InitArgs;
+use crate::compiler::schema::{self, Schema};
 use crate::compiler::{self, render};
 use crate::manifest::model::ModelRef;
+use crate::tools::builtin::CATALOG;
 
 /// The files `eve init` writes: path in the agent directory, template text.
 const TEMPLATES: &[(&str, &str)] = &[
@@ -48,14 +50,38 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
+    let schema_files: Vec<String> = Schema::all(&CATALOG)
+        .iter()
+        .map(|s| format!("{}/{}", schema::AGENT_SCHEMAS_DIR, s.file()))
+        .collect();
+    let written = TEMPLATES
+        .iter()
+        .map(|(path, _)| *path)
+        .chain(schema_files.iter().map(String::as_str));
+    if let Some(link) = first_link(dir, written) {
+        eprintln!(
+            "error: `{}` is a symbolic link\n  = note: `eve init` does not write through links: one could lead it to overwrite a file outside `{shown}`\n  = help: remove the link, or pass another folder",
+            render::join_path(&shown, &link)
+        );
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
     let name = crate::compiler::agent_name(dir);
     let env = minijinja::Environment::new();
     let context = minijinja::context! { name => &name, model => args.model.trim() };
+    // Editors that read `#:schema` (taplo, Even Better TOML) find the schemas offline.
+    let schemas = dir.join(schema::AGENT_SCHEMAS_DIR);
+    schema::write_all(&schemas, &CATALOG)
+        .with_context(|| format!("cannot write the schemas into `{}`", schemas.display()))?;
     for (path, template) in TEMPLATES {
         let mut text = env
             .render_str(template, &context)
             .with_context(|| format!("cannot render the template for `{path}`"))?;
         text.push('\n');
+        if path.ends_with(".toml")
+            && let Some(schema) = Schema::for_file(path, &CATALOG, &[])
+        {
+            text = format!("{}\n{text}", schema::directive(path, &schema));
+        }
         let target = dir.join(path);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)
@@ -66,7 +92,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     }
 
     // Like mdBook's init, check our own output by building it.
-    let build = compiler::compile(dir, &crate::tools::builtin::CATALOG);
+    let build = compiler::compile(dir, &CATALOG);
     if !build.diagnostics.is_empty() {
         eprint!(
             "{}",
@@ -78,6 +104,10 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     for (path, _) in TEMPLATES {
         eprintln!("  {}", render::join_path(&shown, path));
     }
+    eprintln!(
+        "  {}/   JSON Schemas for editors (docs/editors.md)",
+        render::join_path(&shown, schema::AGENT_SCHEMAS_DIR)
+    );
     let arg = if shown == "." {
         String::new()
     } else {
@@ -97,6 +127,25 @@ fn check_model(model: &str) -> Result<(), String> {
             "unknown provider `{other}` in `--model {model}`\n  = help: use `anthropic/…` or `openai/…` here, then declare other providers in agent.toml's `[providers.NAME]`"
         )),
     }
+}
+
+/// The first of `paths` (`/`-separated, below `dir`) that is a symbolic link or passes
+/// through one. With `--force` the folder may be a checkout of someone else's, and
+/// `std::fs::write` follows links.
+fn first_link<'p>(dir: &Path, paths: impl IntoIterator<Item = &'p str>) -> Option<String> {
+    for path in paths {
+        let mut prefix = String::new();
+        for part in path.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            if std::fs::symlink_metadata(dir.join(&prefix)).is_ok_and(|m| m.is_symlink()) {
+                return Some(prefix);
+            }
+        }
+    }
+    None
 }
 
 fn is_empty(dir: &Path) -> anyhow::Result<bool> {

@@ -7,6 +7,7 @@ mod doctor;
 mod eval;
 mod init;
 mod run;
+mod schema;
 mod serve;
 mod sessions;
 
@@ -41,6 +42,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;
             print_all(&page)
         }
+        Command::Schema(args) => schema::run(&args),
         Command::Dev(args) => {
             isolate_secrets(&args.dir, &[]);
             dev::run(&args)

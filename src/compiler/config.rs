@@ -124,7 +124,7 @@ pub fn compile(
             return config;
         }
     };
-    let mut root = toml.root();
+    let mut root = toml.root(&super::shape::agent::AGENT);
     read_agent(&mut root, &mut config, inherited, agent_dir);
     if inherited.is_some() && !root.contains("description") {
         toml.report(
@@ -180,7 +180,7 @@ fn read_agent(
                 Diagnostic::error(code::INVALID_VALUE, format!("unknown mode `{other}`"))
                     .at(&toml.src, mode.span)
                     .note("`mode` is `task` (the session ends when the task is done) or `conversation` (it waits for the next message)")
-                    .suggest(suggest::closest(other, ["task", "conversation"])),
+                    .suggest(suggest::closest(other, super::shape::agent::MODES.iter().copied())),
             ),
         }
     }
@@ -529,7 +529,7 @@ fn read_provider(
                 name.to_uppercase().replace('-', "_")
             )),
         );
-        table.item("api_key");
+        table.handled("api_key");
         ok = false;
     }
     let api = match table.string("api") {
@@ -544,7 +544,10 @@ fn read_provider(
                 )
                 .at(&toml.src, api.span)
                 .note("`api` is `openai` (Chat Completions) or `anthropic` (Messages)")
-                .suggest(suggest::closest(&api.value, ["openai", "anthropic"])),
+                .suggest(suggest::closest(
+                    &api.value,
+                    super::shape::agent::APIS.iter().copied(),
+                )),
             );
             ok = false;
             Api::Openai

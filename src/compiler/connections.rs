@@ -81,7 +81,7 @@ fn read(file: &Loaded, diags: &mut Diagnostics) -> Option<Read> {
             return None;
         }
     };
-    let mut root = toml.root();
+    let mut root = toml.root(&super::shape::connection::CONNECTION);
     let read = read_connection(&name, &mut root, file);
     root.finish();
     let problems = toml.into_diagnostics();
@@ -191,7 +191,7 @@ fn read_connection(
                         )
                         .at(&toml.src, item.span())
                         .note("an approval is `never` (run without asking) or `always` (ask before each call)")
-                        .suggest(suggest::closest(other, ["never", "always"])),
+                        .suggest(suggest::closest(other, super::shape::APPROVALS.iter().copied())),
                     ),
                     None => toml.error(
                         code::WRONG_TYPE,

@@ -125,7 +125,7 @@ pub fn compile(
         };
         let before = diags.error_count();
         let case = {
-            let mut root = toml.root();
+            let mut root = toml.root(&super::shape::eval::CASE);
             let case = read_case(&id, file, &agent, &mut root);
             root.finish();
             case
@@ -1084,7 +1084,7 @@ fn read_tools(mut table: TableReader<'_>, scope: &Scope<'_, '_>) -> ToolChecks {
                         continue;
                     }
                     let path = format!("{}[{}]", table.key_path("called"), n + 1);
-                    let Some(mut call) = table.value_table(path, value) else {
+                    let Some(mut call) = table.value_table("called", path, value) else {
                         toml.error(
                             code::WRONG_TYPE,
                             format!(

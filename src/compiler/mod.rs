@@ -10,6 +10,8 @@ pub mod inputs;
 pub mod instructions;
 pub mod listing;
 pub mod render;
+pub mod schema;
+pub mod shape;
 pub mod skills;
 pub mod source;
 pub mod toml_reader;

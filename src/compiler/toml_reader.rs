@@ -6,6 +6,7 @@ use std::ops::Range;
 use toml_edit::{Item, Key, TableLike, Value};
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
+use super::shape::{self, Kind};
 use super::source::SourceFile;
 use crate::suggest;
 
@@ -43,8 +44,8 @@ impl TomlFile {
         }
     }
 
-    /// A reader over the document's root table.
-    pub fn root(&self) -> TableReader<'_> {
+    /// A reader over the document's root table, which holds the keys of `shape`.
+    pub fn root(&self, shape: &'static shape::Table) -> TableReader<'_> {
         TableReader {
             file: self,
             table: self.doc.as_table(),
@@ -52,6 +53,7 @@ impl TomlFile {
             seen: Vec::new(),
             all_known: false,
             span: None,
+            shape: Shape::Table(shape),
         }
     }
 
@@ -78,8 +80,23 @@ impl TomlFile {
     }
 }
 
-/// Reads one table. Every key asked for counts as known; [`TableReader::finish`]
-/// reports the rest as unknown, suggesting the closest known key.
+/// What keys a table may hold.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// The keys of this table of [`shape`].
+    Table(&'static shape::Table),
+    /// Names the author chooses, each holding a value of this kind (read with
+    /// [`TableReader::entries`]).
+    Entries(&'static Kind),
+    /// Not declared: a reader asked for a key [`shape`] does not have (a bug the debug
+    /// assertions catch). Keys asked for count as known.
+    Undeclared,
+}
+
+/// Reads one table. Its known keys are those of its [`shape::Table`];
+/// [`TableReader::finish`] reports the rest as unknown, suggesting the closest known key.
+/// Every key a reader asks for must be in the table's shape, so the JSON Schemas that
+/// `eve schema` makes from the shapes list every key the compiler reads.
 pub struct TableReader<'a> {
     file: &'a TomlFile,
     table: &'a dyn TableLike,
@@ -89,6 +106,7 @@ pub struct TableReader<'a> {
     all_known: bool,
     /// Where the table was written (an inline table, a `[[…]]` header); `None` at the root.
     span: Option<Range<usize>>,
+    shape: Shape,
 }
 
 impl<'a> TableReader<'a> {
@@ -111,7 +129,39 @@ impl<'a> TableReader<'a> {
         table_to_json(self.table)
     }
 
-    fn child(&self, path: String, table: &'a dyn TableLike, span: Option<Range<usize>>) -> Self {
+    /// Reads this table as holding the keys of `shape` from now on: for a file whose
+    /// kind shows only in the keys it has (a tool file).
+    pub fn set_shape(&mut self, shape: &'static shape::Table) {
+        self.shape = Shape::Table(shape);
+    }
+
+    /// The kind of the value under `key`, as declared by this table's shape.
+    fn kind(&self, key: &str) -> Option<&'static Kind> {
+        match self.shape {
+            Shape::Table(table) => table.key(key).map(|k| &k.kind),
+            Shape::Entries(kind) => Some(kind),
+            Shape::Undeclared => None,
+        }
+    }
+
+    /// The shape of the table found under `key`.
+    fn child_shape(&self, key: &str) -> Shape {
+        let shape = self.kind(key).and_then(table_of);
+        debug_assert!(
+            shape.is_some(),
+            "`{}` is read as a table, but its shape declares no table there",
+            self.key_path(key)
+        );
+        shape.unwrap_or(Shape::Undeclared)
+    }
+
+    fn child(
+        &self,
+        path: String,
+        table: &'a dyn TableLike,
+        span: Option<Range<usize>>,
+        shape: Shape,
+    ) -> Self {
         TableReader {
             file: self.file,
             table,
@@ -119,27 +169,32 @@ impl<'a> TableReader<'a> {
             seen: Vec::new(),
             all_known: false,
             span,
+            shape,
         }
     }
 
     /// The tables of an array of tables (`[[turn]]`) or of an array of inline tables
     /// (`turn = [{…}]`), named `key[1]`, `key[2]`… in messages.
     pub fn tables(&mut self, key: &'static str) -> Option<Vec<TableReader<'a>>> {
+        self.expect_kind(key, |k| matches!(k, Kind::Tables(_)));
         let item = self.item(key)?;
         let name = |n: usize| format!("{}[{}]", self.key_path(key), n + 1);
+        let shape = self.child_shape(key);
         match item {
             Item::ArrayOfTables(array) => Some(
                 array
                     .iter()
                     .enumerate()
-                    .map(|(n, t)| self.child(name(n), t, t.span().or_else(|| self.key_span(key))))
+                    .map(|(n, t)| {
+                        self.child(name(n), t, t.span().or_else(|| self.key_span(key)), shape)
+                    })
                     .collect(),
             ),
             Item::Value(Value::Array(array)) => {
                 let mut out = Vec::new();
                 for (n, value) in array.iter().enumerate() {
                     match value.as_inline_table() {
-                        Some(t) => out.push(self.child(name(n), t, value.span())),
+                        Some(t) => out.push(self.child(name(n), t, value.span(), shape)),
                         None => self.file.error(
                             code::WRONG_TYPE,
                             format!(
@@ -160,11 +215,18 @@ impl<'a> TableReader<'a> {
         }
     }
 
-    /// A reader over an inline table found as a value (in an array), named `path`.
-    pub fn value_table(&self, path: String, value: &'a Value) -> Option<TableReader<'a>> {
+    /// A reader over an inline table found as a value in the array under `key`, named
+    /// `path`.
+    pub fn value_table(
+        &self,
+        key: &str,
+        path: String,
+        value: &'a Value,
+    ) -> Option<TableReader<'a>> {
+        let shape = self.child_shape(key);
         value
             .as_inline_table()
-            .map(|t| self.child(path, t, value.span()))
+            .map(|t| self.child(path, t, value.span(), shape))
     }
 
     /// The dotted path of `key` inside this table, for messages.
@@ -193,8 +255,29 @@ impl<'a> TableReader<'a> {
 
     /// The raw item for `key`, marking it known.
     pub fn item(&mut self, key: &'static str) -> Option<&'a Item> {
+        debug_assert!(
+            self.kind(key).is_some(),
+            "the compiler reads `{}`, which its shape (src/compiler/shape/) does not declare",
+            self.key_path(key)
+        );
         self.seen.push(key);
         self.table.get(key).filter(|i| !i.is_none())
+    }
+
+    /// Checks, in debug builds, that the shape declares `key` with a kind `fits` accepts:
+    /// a reader must read a key as the type its shape (and so its JSON Schema) gives it.
+    fn expect_kind(&self, key: &str, fits: fn(&Kind) -> bool) {
+        debug_assert!(
+            self.kind(key).is_none_or(fits),
+            "the compiler reads `{}` as another type than its shape declares",
+            self.key_path(key)
+        );
+    }
+
+    /// Marks `key` as dealt with although no shape declares it: the reader reported it
+    /// already with a message of its own (`api_key`, which must never be in a file).
+    pub fn handled(&mut self, key: &'static str) {
+        self.seen.push(key);
     }
 
     fn span_of(&self, key: &str, item: &Item) -> Option<Range<usize>> {
@@ -214,6 +297,9 @@ impl<'a> TableReader<'a> {
     }
 
     pub fn string(&mut self, key: &'static str) -> Option<Spanned<String>> {
+        self.expect_kind(key, |k| {
+            matches!(k, Kind::Str(_) | Kind::Enum(_) | Kind::EnumAnyCase(_))
+        });
         let item = self.item(key)?;
         match item.as_str() {
             Some(s) => Some(Spanned {
@@ -228,6 +314,7 @@ impl<'a> TableReader<'a> {
     }
 
     pub fn bool(&mut self, key: &'static str) -> Option<Spanned<bool>> {
+        self.expect_kind(key, |k| matches!(k, Kind::Bool | Kind::True));
         let item = self.item(key)?;
         match item.as_bool() {
             Some(b) => Some(Spanned {
@@ -243,6 +330,7 @@ impl<'a> TableReader<'a> {
 
     /// A positive integer; zero and negative values are reported as out of range.
     pub fn positive_int(&mut self, key: &'static str) -> Option<Spanned<u64>> {
+        self.expect_kind(key, |k| matches!(k, Kind::PositiveInt));
         let item = self.item(key)?;
         let span = self.span_of(key, item);
         match item.as_integer() {
@@ -267,6 +355,7 @@ impl<'a> TableReader<'a> {
 
     /// A number; integers are accepted where a float is expected.
     pub fn number(&mut self, key: &'static str) -> Option<Spanned<f64>> {
+        self.expect_kind(key, |k| matches!(k, Kind::Number { .. }));
         let item = self.item(key)?;
         let span = self.span_of(key, item);
         let value = item
@@ -282,6 +371,7 @@ impl<'a> TableReader<'a> {
     }
 
     pub fn string_array(&mut self, key: &'static str) -> Option<Vec<Spanned<String>>> {
+        self.expect_kind(key, |k| matches!(k, Kind::Strings(_) | Kind::EnumList(_)));
         let item = self.item(key)?;
         let Some(array) = item.as_array() else {
             self.wrong_type(key, item, "an array of strings");
@@ -314,6 +404,9 @@ impl<'a> TableReader<'a> {
 
     /// A nested table (`[a.b]`, `a.b = …` or an inline table).
     pub fn table(&mut self, key: &'static str) -> Option<TableReader<'a>> {
+        self.expect_kind(key, |k| {
+            matches!(k, Kind::Table(_) | Kind::Map { .. } | Kind::Settings)
+        });
         let item = self.item(key)?;
         self.nested(key, item)
     }
@@ -325,6 +418,7 @@ impl<'a> TableReader<'a> {
                 self.key_path(key),
                 table,
                 item.span().or_else(|| self.key_span(key)),
+                self.child_shape(key),
             )),
             None => {
                 self.wrong_type(key, item, "a table");
@@ -344,9 +438,12 @@ impl<'a> TableReader<'a> {
         if self.all_known {
             return;
         }
-        let known: Vec<&str> = self.seen.to_vec();
+        let known: Vec<&str> = match self.shape {
+            Shape::Table(table) => table.names().collect(),
+            Shape::Entries(_) | Shape::Undeclared => self.seen.to_vec(),
+        };
         for (key, _) in self.table.iter() {
-            if known.contains(&key) {
+            if known.contains(&key) || self.seen.contains(&key) {
                 continue;
             }
             let diagnostic = Diagnostic::error(
@@ -373,6 +470,18 @@ impl<'a> TableReader<'a> {
                 );
             }
         }
+    }
+}
+
+/// The shape of a table held by a value of this kind.
+fn table_of(kind: &'static Kind) -> Option<Shape> {
+    match kind {
+        Kind::Table(table) | Kind::Tables(table) => Some(Shape::Table(table)),
+        Kind::Map { values, .. } => Some(Shape::Entries(values)),
+        Kind::Settings => Some(Shape::Entries(&Kind::Any)),
+        Kind::OneOf(kinds) => kinds.iter().find_map(table_of),
+        Kind::Array(kind) => table_of(kind),
+        _ => None,
     }
 }
 
@@ -447,11 +556,26 @@ pub fn value_to_json(value: &Value) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compiler::shape::{Key, STRING, Table};
     use pretty_assertions::assert_eq;
 
+    static ABC: Table = Table::of(&[
+        Key::new("a", Kind::Str(STRING), "a"),
+        Key::new("b", Kind::PositiveInt, "b"),
+        Key::new("c", Kind::Strings(STRING), "c"),
+    ]);
+
     fn read(text: &str, f: impl FnOnce(&mut TableReader<'_>)) -> Vec<(String, Option<usize>)> {
+        read_as(&shape::agent::AGENT, text, f)
+    }
+
+    fn read_as(
+        shape: &'static Table,
+        text: &str,
+        f: impl FnOnce(&mut TableReader<'_>),
+    ) -> Vec<(String, Option<usize>)> {
         let file = TomlFile::parse(SourceFile::new("a.toml", text)).unwrap();
-        let mut root = file.root();
+        let mut root = file.root(shape);
         f(&mut root);
         root.finish();
         file.into_diagnostics()
@@ -481,7 +605,7 @@ mod tests {
 
     #[test]
     fn reports_wrong_types_and_ranges() {
-        let diags = read("a = 1\nb = 0\nc = [1, \"x\"]\n", |t| {
+        let diags = read_as(&ABC, "a = 1\nb = 0\nc = [1, \"x\"]\n", |t| {
             t.string("a");
             t.positive_int("b");
             t.string_array("c");
@@ -497,6 +621,33 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn known_keys_and_suggestions_come_from_the_shape() {
+        // `model` is known although this reader does not ask for it: the shape says so.
+        let diags = read("model = \"x\"\ndescriptoin = \"d\"\n", |t| {
+            t.string("name");
+        });
+        assert_eq!(diags, vec![("unknown key `descriptoin`".into(), Some(2))]);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "which its shape (src/compiler/shape/) does not declare")]
+    fn reading_a_key_the_shape_does_not_declare_is_a_bug() {
+        read_as(&ABC, "d = 1\n", |t| {
+            t.string("d");
+        });
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "as another type than its shape declares")]
+    fn reading_a_key_as_another_type_is_a_bug() {
+        read_as(&ABC, "a = 1\n", |t| {
+            t.bool("a");
+        });
     }
 
     #[test]

@@ -17,7 +17,8 @@ use crate::suggest;
 /// Timeout of a custom tool that does not set `timeout_secs`.
 pub const CUSTOM_TOOL_TIMEOUT_SECS: u64 = 60;
 
-const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
+/// The methods an HTTP tool may use.
+pub const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
 /// Whether a name is a valid tool slug: `^[a-z][a-z0-9_]{0,63}$`.
 pub fn is_valid_slug(name: &str) -> bool {
@@ -194,7 +195,7 @@ fn compile_connection_override(
             return None;
         }
     };
-    let mut root = toml.root();
+    let mut root = toml.root(&super::shape::tool::CONNECTION_TOOL);
     let span = root.keys().first().and_then(|k| root.key_span(k));
     let mut over = ToolOverride {
         file: file.display.clone(),
@@ -291,7 +292,7 @@ fn compile_file(
         }
     };
     let builtin = catalog.find(slug);
-    let mut root = toml.root();
+    let mut root = toml.root(&super::shape::tool::OVERRIDE);
     let (request, check_keys) = read_tool(slug, builtin, catalog, &mut root, &file.display);
     if check_keys {
         root.finish();
@@ -331,10 +332,11 @@ fn read_tool(
             return (None, true);
         }
     }
-    let is_custom = ["command", "http", "input_schema"]
+    let is_custom = super::shape::tool::NEW_TOOL_KEYS
         .iter()
         .any(|k| root.contains(k));
     if is_custom {
+        root.set_shape(&super::shape::tool::NEW);
         return (
             read_custom(slug, root, display, catalog).map(Request::Custom),
             true,
@@ -412,7 +414,10 @@ fn read_approval(root: &mut TableReader<'_>) -> Option<Approval> {
                 .note(
                     "`approval` is `never` (run without asking) or `always` (ask before each call)",
                 )
-                .suggest(suggest::closest(other, ["never", "always"])),
+                .suggest(suggest::closest(
+                    other,
+                    super::shape::APPROVALS.iter().copied(),
+                )),
             );
             None
         }
@@ -455,7 +460,7 @@ fn read_settings(
             SettingKind::StringList => json
                 .as_array()
                 .is_some_and(|a| a.iter().all(serde_json::Value::is_string)),
-            SettingKind::IntRange { min, max } => {
+            SettingKind::IntRange { min, max, .. } => {
                 json.as_u64().is_some_and(|n| (min..=max).contains(&n))
             }
             SettingKind::CommandPatterns => match item.as_array() {
@@ -470,7 +475,8 @@ fn read_settings(
         };
         if ok {
             out.insert(key.to_string(), json);
-        } else if let (SettingKind::IntRange { min, max }, Some(n)) = (setting.kind, json.as_i64())
+        } else if let (SettingKind::IntRange { min, max, .. }, Some(n)) =
+            (setting.kind, json.as_i64())
         {
             toml.report(
                 Diagnostic::error(

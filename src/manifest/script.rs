@@ -40,6 +40,9 @@ pub struct ScriptedCall {
     pub input: Value,
 }
 
+/// The values of a reply's `finish`.
+pub const FINISH_REASONS: &[&str] = &["stop", "tool_use", "max_tokens"];
+
 /// The fields of a tool call in a reply.
 pub const CALL_FIELDS: &[&str] = &["id", "name", "input"];
 
@@ -94,7 +97,7 @@ impl Reply {
             }
         }
         if let Some(finish) = &self.finish
-            && !matches!(finish.as_str(), "stop" | "tool_use" | "max_tokens")
+            && !FINISH_REASONS.contains(&finish.as_str())
         {
             return Err(format!(
                 "finish `{finish}` is not one of stop, tool_use, max_tokens"

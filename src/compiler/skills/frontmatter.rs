@@ -1,6 +1,7 @@
 //! A skill's YAML frontmatter: split off the body, then read the fields eve knows.
 
 use super::super::diagnostic::{Diagnostic, Diagnostics, code};
+use super::super::shape::skill::FRONTMATTER;
 use super::super::source::SourceFile;
 
 /// The byte order mark some editors write at the start of a UTF-8 file.
@@ -133,29 +134,31 @@ pub fn read_frontmatter(
     for (key, value) in &mapping {
         let Some(key) = key.as_str() else { continue };
         let value = untagged(value);
-        match key {
-            "name" => match text(value) {
+        // A field is read only when the shape declares it, so the skill's JSON Schema
+        // lists every field eve reads.
+        match FRONTMATTER.key(key).map(|k| k.name) {
+            Some("name") => match text(value) {
                 Ok(Some(s)) => front.name = Some((s, line_of(key))),
                 Ok(None) => {}
                 Err(()) => wrong(key, "a string"),
             },
-            "description" => match text(value) {
+            Some("description") => match text(value) {
                 Ok(Some(s)) if !s.trim().is_empty() => {
                     front.description = Some((s.trim().to_string(), line_of(key)));
                 }
                 Ok(_) => {}
                 Err(()) => wrong(key, "a string"),
             },
-            "license" => match text(value) {
+            Some("license") => match text(value) {
                 Ok(license) => front.license = license,
                 Err(()) => wrong(key, "a string"),
             },
-            "deferred" => match value {
+            Some("deferred") => match value {
                 serde_yaml::Value::Bool(b) => front.deferred = *b,
                 serde_yaml::Value::Null => {}
                 _ => wrong(key, "true or false"),
             },
-            "metadata" => front.metadata = Some(to_json(value)),
+            Some("metadata") => front.metadata = Some(to_json(value)),
             // Other Agent Skills fields (`allowed-tools`, `compatibility`, …) are accepted.
             _ => {}
         }

@@ -46,6 +46,7 @@ pub const SPEC: BuiltinTool = BuiltinTool {
         kind: SettingKind::IntRange {
             min: 1,
             max: MAX_DEPTH as u64,
+            default: DEFAULT_MAX_DEPTH as u64,
         },
         description: "how deep agents may nest (default 3, at most 10)",
     }],

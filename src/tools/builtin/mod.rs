@@ -228,7 +228,14 @@ mod tests {
                 (
                     "agent",
                     Availability::Always,
-                    vec![("max_depth", SettingKind::IntRange { min: 1, max: 10 })]
+                    vec![(
+                        "max_depth",
+                        SettingKind::IntRange {
+                            min: 1,
+                            max: 10,
+                            default: 3
+                        }
+                    )]
                 ),
                 ("load_skill", Availability::WithSkills, vec![]),
                 ("search_tools", Availability::WithDeferred, vec![]),
