@@ -13,6 +13,7 @@ pub mod ids;
 pub mod manifest;
 pub mod net;
 pub mod pattern;
+pub mod prompt;
 pub mod protocol;
 pub mod providers;
 pub mod review;
