@@ -10,6 +10,7 @@ pub mod dev;
 pub mod evals;
 pub mod harness;
 pub mod ids;
+pub mod import;
 pub mod manifest;
 pub mod net;
 pub mod pattern;
