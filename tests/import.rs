@@ -350,3 +350,63 @@ fn a_destination_with_a_link_that_leads_out_is_not_written_through() {
     assert!(out.stderr.contains("leads outside"), "{}", out.stderr);
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
+
+#[test]
+fn huge_files_are_reported_and_never_read_whole() {
+    // Sparse files: gigabytes on paper, nothing on disk. Reading one whole would take
+    // the machine's memory; the import must look at the size and leave it out.
+    let tmp = tempfile::tempdir().unwrap();
+    let plugin = tmp.path().join("plugin");
+    for dir in ["agents", "skills/big", "commands"] {
+        std::fs::create_dir_all(plugin.join(dir)).unwrap();
+    }
+    let huge = |rel: &str, len: u64| {
+        let file = std::fs::File::create(plugin.join(rel)).unwrap();
+        file.set_len(len).unwrap();
+    };
+    huge("agents/huge.md", 4 << 30);
+    huge("commands/huge.md", 4 << 30);
+    huge(".mcp.json", 4 << 30);
+    huge("skills/big/video.bin", 4 << 30);
+    std::fs::write(
+        plugin.join("skills/big/SKILL.md"),
+        "---\ndescription: Has a huge resource\n---\nBig.\n",
+    )
+    .unwrap();
+    std::fs::create_dir(plugin.join("skills/bloated")).unwrap();
+    huge("skills/bloated/SKILL.md", 4 << 30);
+    std::fs::write(
+        plugin.join("agents/fine.md"),
+        "---\nname: fine\ndescription: A small agent\n---\nFine.\n",
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), &["import", "claude", "plugin", "--into", "out"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    for left_out in [
+        "agents/huge.md",
+        "commands/huge.md",
+        ".mcp.json",
+        "skills/bloated",
+    ] {
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("  {left_out}")))
+            .unwrap_or_else(|| panic!("{left_out} not reported: {}", out.stdout));
+        assert!(line.contains("too large"), "{line}");
+    }
+    assert!(
+        out.stdout.lines().any(|l| l.contains("dropped: ")
+            && l.contains("`skills/big/video.bin`")
+            && l.contains("too large")),
+        "{}",
+        out.stdout
+    );
+    let dir = tmp.path().join("out");
+    assert!(dir.join("subagents/fine/agent.toml").is_file());
+    assert!(dir.join("skills/big/SKILL.md").is_file());
+    assert!(!dir.join("skills/big/video.bin").exists());
+    assert!(!dir.join("subagents/huge").exists());
+    assert!(!dir.join("skills/huge.md").exists());
+    assert!(!dir.join("skills/bloated").exists());
+}

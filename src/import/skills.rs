@@ -74,6 +74,12 @@ pub fn copy(
                     ));
                     continue;
                 }
+                // The skill is its `SKILL.md`: one eve cannot build from (too large for
+                // the compiler, not UTF-8) leaves out the whole folder, not an empty copy.
+                if let Err(why) = source.read_text(&join(&rel, "SKILL.md")) {
+                    left_out.push((format!("{rel}/"), format!("its `SKILL.md` {why}")));
+                    continue;
+                }
             }
             (Kind::File, true) => {}
             (Kind::File, false) => {
@@ -109,8 +115,8 @@ pub fn copy(
             (format!("{target}/"), files)
         } else {
             let target = format!("skills/{name}.md");
-            match source.read(&rel, crate::textfile::MAX_FILE_BYTES) {
-                Ok(bytes) => tree.add(&target, bytes)?,
+            match source.read_text(&rel) {
+                Ok(text) => tree.add(&target, text)?,
                 Err(why) => {
                     left_out.push((rel, why));
                     taken.remove(&name);
