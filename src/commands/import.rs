@@ -48,7 +48,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     out(&format!(
-        "{changed} changed, {dropped} not imported; it builds: next, `eve build {}`\n",
+        "{changed} changed, {dropped} dropped; it builds: next, `eve build {}`\n",
         crate::text::shell_word(&shown)
     ));
     Ok(ExitCode::SUCCESS)
