@@ -39,6 +39,36 @@ pub enum Command {
     Connections(ConnectionsArgs),
     /// Serve an agent over HTTP: the session API under /eve/v1 and a chat page at /
     Serve(ServeArgs),
+    /// Turn another tool's agent files into an eve agent directory, reporting what changed
+    Import(ImportArgs),
+}
+
+/// Arguments of `eve import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub from: ImportFrom,
+}
+
+/// What `eve import` reads.
+#[derive(Debug, Subcommand)]
+pub enum ImportFrom {
+    /// Claude Code: a plugin folder, a project with .claude/, a folder of agent files, or one agent file
+    Claude(ImportClaudeArgs),
+}
+
+/// Arguments of `eve import claude`.
+#[derive(Debug, clap::Args)]
+pub struct ImportClaudeArgs {
+    /// The plugin folder, project folder, agents folder or agent file (`.md`)
+    pub path: PathBuf,
+    /// The agent directory to write (default: ./<name of the plugin or agent>)
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+    /// Write into a folder that is not empty, replacing files the import writes (an
+    /// existing agent keeps its agent.toml and instructions)
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Arguments of `eve connections`.

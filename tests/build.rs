@@ -117,7 +117,7 @@ fn sixty_thousand_unknown_keys_print_ten_and_a_count() {
 
     let out = run_in(tmp.path(), &["build", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let messages: Vec<&str> = json
+    let messages: Vec<&str> = json["diagnostics"]
         .as_array()
         .unwrap()
         .iter()
@@ -250,4 +250,68 @@ fn a_too_large_agent_toml_is_reported_once_as_too_large() {
         out.stderr
     );
     assert!(out.stderr.ends_with(": 1 error\n"), "{}", out.stderr);
+}
+
+/// Sets every file and folder below `dir` to a time well in the past, so the build
+/// cache trusts them (as if the edits were made long before the build).
+fn age(dir: &Path) {
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for entry in walkdir::WalkDir::new(dir).contents_first(true) {
+        let entry = entry.unwrap();
+        std::fs::File::open(entry.path())
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_long_skill_list_passes_a_quarter_of_the_window_and_a_cached_build_says_so_again() {
+    let tmp = agent_with(&[
+        (
+            "agent.toml",
+            "model = \"anthropic/claude-sonnet-4-5\"\n".into(),
+        ),
+        ("instructions.md", "You help.\n".into()),
+    ]);
+    std::fs::create_dir_all(tmp.path().join("skills")).unwrap();
+    // 1,000 skills with 200-character descriptions: about 55,000 tokens of listing.
+    for i in 0..1000 {
+        let description = format!("Skill {i:04} {}", "handles one kind of task. ".repeat(7));
+        std::fs::write(
+            tmp.path().join(format!("skills/skill-{i:04}.md")),
+            format!("---\ndescription: {}\n---\nDo it.\n", description.trim()),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(tmp.path().join(".eve")).unwrap();
+    age(tmp.path());
+    let cold = run_in(tmp.path(), &["build"]);
+    assert_eq!(cold.code, 0, "{}", cold.stderr);
+    assert!(
+        cold.stderr
+            .starts_with("warning[W0901]: the context before the first message is ~"),
+        "{}",
+        cold.stderr
+    );
+    let listing = cold
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("  skills listing"))
+        .unwrap();
+    assert!(listing.ends_with("(1,000 skills)"), "{listing}");
+    let cache = tmp.path().join(".eve/build-cache");
+    let stored = std::fs::metadata(&cache).unwrap().modified().unwrap();
+    let hit = run_in(tmp.path(), &["build"]);
+    assert_eq!(
+        std::fs::metadata(&cache).unwrap().modified().unwrap(),
+        stored,
+        "the second build came from the cache"
+    );
+    assert_eq!(mask_time(&hit.stderr), mask_time(&cold.stderr));
+    let json = run_in(tmp.path(), &["build", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["diagnostics"][0]["code"], "W0901");
+    assert_eq!(report["budget"]["skills_listed"], 1000);
+    assert!(report["budget"]["share"].as_f64().unwrap() > 0.25);
 }

@@ -74,7 +74,14 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     let build = run_in(tmp.path(), &["build", "demo"]);
     assert_eq!(build.code, 0, "{}", build.stderr);
     let lines: Vec<&str> = build.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "exactly the summary line: {}", build.stderr);
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.starts_with("context: ") || l.starts_with("  ")),
+        "the summary line and the context budget, nothing else: {}",
+        build.stderr
+    );
+    assert!(lines[1].starts_with("context: ~"), "{}", build.stderr);
     assert!(
         lines[0].starts_with(
             "built `demo`: 12 tools, 1 skill, 0 subagents, 1 eval case, sandbox workspace-write in "
@@ -188,10 +195,11 @@ fn example_agent_builds_cleanly_and_deterministically() {
     let b = copy_to_temp(&repo().join("example-agent"));
     let first = run_in(a.path(), &["build"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
-    assert_eq!(
-        first.stderr.lines().count(),
-        1,
-        "no diagnostics: {}",
+    assert!(
+        first.stderr.starts_with("built `repo-helper`: ")
+            && !first.stderr.contains("warning[")
+            && first.stderr.contains("\ncontext: ~"),
+        "no diagnostics, the summary and the budget: {}",
         first.stderr
     );
     let bytes = fs::read(a.path().join(".eve/manifest.json")).unwrap();
@@ -248,21 +256,28 @@ fn json_format_lists_every_diagnostic_with_position() {
     let tmp = copy_to_temp(&fixtures().join("invalid/three-mistakes"));
     let out = run_in(tmp.path(), &["build", "--format", "json"]);
     assert_eq!(out.code, 1);
-    let diagnostics: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(
-        diagnostics,
-        serde_json::json!([
+        report,
+        serde_json::json!({"diagnostics": [
             {"severity": "error", "code": "E0003", "message": "unknown key `modle`",
              "file": "agent.toml", "line": 1, "column": 1, "help": "did you mean `model`?"},
             {"severity": "error", "code": "E0303", "message": "undefined variable `dat`",
              "file": "instructions.md", "line": 2, "column": 13, "help": "did you mean `date`?"},
             {"severity": "error", "code": "E0201", "message": "unknown tool `raed_file`",
              "file": "tools/raed_file.toml", "line": 1, "column": 1, "help": "did you mean `read_file`?"},
-        ])
+        ], "budget": null})
     );
     let clean = copy_to_temp(&fixtures().join("valid/minimal"));
     let out = run_in(clean.path(), &["build", "--format", "json"]);
-    assert_eq!((out.code, out.stdout.trim()), (0, "[]"));
+    assert_eq!(out.code, 0);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["diagnostics"], serde_json::json!([]));
+    let manifest = eve::compiler::read_manifest(clean.path()).unwrap();
+    let budget = eve::compiler::budget::Budget::of(&manifest);
+    assert_eq!(report["budget"], serde_json::to_value(&budget).unwrap());
+    assert_eq!(report["budget"]["context_window"], 200_000);
+    assert!(budget.total > 0 && budget.total == report["budget"]["total"]);
 }
 
 #[test]

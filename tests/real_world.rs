@@ -190,11 +190,12 @@ fn an_agent_with_only_a_small_context_window_builds_and_runs_against_a_local_ser
         ),
         OPENAI_DONE.to_string(),
     ])]);
-    // docs/running.md's llama.cpp agent, with only the window set.
+    // docs/running.md's llama.cpp agent, with only the window set — and no tools: the
+    // built-ins alone are about 3,300 tokens, more than 4096 leaves beside a reply (E0902).
     write(
         &dir.join("agent.toml"),
         &format!(
-            "model = \"llamacpp/local\"\n\n[limits]\ncontext_window = 4096\n\n[providers.llamacpp]\nbase_url = \"{}/v1\"\n",
+            "model = \"llamacpp/local\"\ndefault_tools = false\n\n[limits]\ncontext_window = 4096\n\n[providers.llamacpp]\nbase_url = \"{}/v1\"\n",
             server.url()
         ),
     );

@@ -15,8 +15,9 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let build = crate::connections::build(&args.dir, args.refresh);
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
+    let budget = build.manifest.as_ref().map(compiler::budget::Budget::of);
     match args.format {
-        Format::Json => println!("{}", render::json(&diagnostics, &base)),
+        Format::Json => println!("{}", render::json(&diagnostics, budget.as_ref(), &base)),
         Format::Human => eprint!("{}", render::human_report(&diagnostics, &base, false)),
     }
     let cached = build.cached;
@@ -75,6 +76,9 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
             elapsed.as_secs_f64() * 1000.0,
             render::join_path(&base, ".eve/manifest.json"),
         );
+        for line in budget.iter().flat_map(|b| b.lines()) {
+            eprintln!("{line}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

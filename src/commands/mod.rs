@@ -5,6 +5,7 @@ mod connections;
 mod dev;
 mod doctor;
 mod eval;
+mod import;
 mod init;
 mod run;
 mod schema;
@@ -53,6 +54,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             eval::run(&args)
         }
         Command::Connections(args) => connections::run(&args),
+        Command::Import(args) => import::run(&args),
         Command::Serve(args) => {
             isolate_secrets(&args.dir, &[crate::serve::TOKEN_VAR]);
             serve::run(&args)

@@ -22,7 +22,7 @@ pub const STARTUP_TIMEOUT_SECS: u64 = 30;
 pub const CALL_TIMEOUT_SECS: u64 = 120;
 
 /// Headers eve's MCP client sets itself.
-const RESERVED_HEADERS: &[&str] = &[
+pub const RESERVED_HEADERS: &[&str] = &[
     "accept",
     "content-type",
     "content-length",

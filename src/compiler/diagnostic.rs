@@ -101,6 +101,9 @@ pub mod code {
     pub const INVALID_URL: &str = "E0812";
     pub const NOT_A_CONNECTION_FILE: &str = "W0813";
 
+    pub const CONTEXT_BUDGET: &str = "W0901";
+    pub const CONTEXT_OVERFLOW: &str = "E0902";
+
     /// Every code above, to find a code again from its text (the build cache keeps it).
     pub const ALL: &[&str] = &[
         UNREADABLE,
@@ -179,6 +182,8 @@ pub mod code {
         SERVER_TOOL_LEFT_OUT,
         INVALID_URL,
         NOT_A_CONNECTION_FILE,
+        CONTEXT_BUDGET,
+        CONTEXT_OVERFLOW,
     ];
 
     /// The code with this text, if eve has it.
@@ -420,7 +425,7 @@ impl Diagnostics {
 }
 
 /// `59990` as `59,990`.
-fn thousands(n: usize) -> String {
+pub(crate) fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

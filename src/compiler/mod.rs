@@ -1,5 +1,6 @@
 //! The compiler: an agent directory in, a validated manifest and diagnostics out.
 
+pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod connection_tools;
@@ -284,7 +285,7 @@ fn compile_files(
         diags,
     );
 
-    Some(Manifest {
+    let manifest = Manifest {
         schema_version: SCHEMA_VERSION,
         agent: config.agent,
         instructions,
@@ -293,7 +294,12 @@ fn compile_files(
         subagents,
         connections,
         inputs_hash: files.hash.clone(),
-    })
+    };
+    // Measured once the rest builds: until then the numbers are of an agent that is not.
+    if !diags.has_errors() {
+        budget::check(&manifest, &at("agent.toml"), diags);
+    }
+    Some(manifest)
 }
 
 /// Two tools of one name: the model could call only one of them.

@@ -158,9 +158,22 @@ pub struct JsonDiagnostic<'a> {
     pub help: Option<&'a str>,
 }
 
-/// All diagnostics as a JSON array.
-pub fn json(diagnostics: &[Diagnostic], base: &str) -> String {
-    let items: Vec<JsonDiagnostic<'_>> = diagnostics
+/// What `eve build --format json` prints: the diagnostics, and the context budget of a
+/// build that succeeded (`null` otherwise).
+pub fn json(
+    diagnostics: &[Diagnostic],
+    budget: Option<&super::budget::Budget>,
+    base: &str,
+) -> String {
+    let report = serde_json::json!({
+        "diagnostics": json_items(diagnostics, base),
+        "budget": budget,
+    });
+    serde_json::to_string_pretty(&report).unwrap_or_else(|_| "{}".into())
+}
+
+fn json_items<'a>(diagnostics: &'a [Diagnostic], base: &str) -> Vec<JsonDiagnostic<'a>> {
+    diagnostics
         .iter()
         .map(|d| JsonDiagnostic {
             severity: d.severity,
@@ -171,8 +184,7 @@ pub fn json(diagnostics: &[Diagnostic], base: &str) -> String {
             column: d.column,
             help: d.help.as_deref(),
         })
-        .collect();
-    serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".into())
+        .collect()
 }
 
 #[cfg(test)]

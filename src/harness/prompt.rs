@@ -1,4 +1,5 @@
-//! The system prompt: the rendered instructions, then the list of skills.
+//! The system prompt of a run: the rendered instructions, then the sections of
+//! [`crate::prompt`] for what the registry offers.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,42 +34,15 @@ pub fn system_prompt(
     );
     let mut prompt = template::render(&manifest.instructions, &context)
         .map_err(|e| format!("cannot render the instructions: {e}"))?;
-    if !manifest.skills.is_empty() && registry.offers(crate::tools::builtin::Builtin::LoadSkill) {
-        prompt.push_str(&skills_section(manifest));
+    if registry.offers(crate::tools::builtin::Builtin::LoadSkill)
+        && let Some(section) = crate::prompt::skills_section(&manifest.skills)
+    {
+        prompt.push_str(&section);
     }
     if offered.iter().any(|t| t == "search_tools") && !registry.deferred().is_empty() {
-        prompt.push_str(&catalog_section(manifest));
+        prompt.push_str(&crate::prompt::catalog_section(&manifest.connections));
     }
     Ok(prompt)
-}
-
-/// Told only when something is deferred; its size does not grow with the number of
-/// deferred tools, so the prompt stays small and the same.
-fn catalog_section(manifest: &Manifest) -> String {
-    let mut out = String::from(
-        "\n\n# More tools\n\nMore tools are available than are in your tool list. When a task needs something your listed tools cannot do, find a tool with `search_tools` and run it with `call_tool`.",
-    );
-    let deferred: Vec<_> = manifest.connections.iter().filter(|c| c.defer).collect();
-    if !deferred.is_empty() {
-        out.push_str(" They include the tools of these connections:\n");
-        for connection in deferred {
-            match &connection.description {
-                Some(d) => out.push_str(&format!("\n- `{}`: {d}", connection.name)),
-                None => out.push_str(&format!("\n- `{}`", connection.name)),
-            }
-        }
-    }
-    out
-}
-
-fn skills_section(manifest: &Manifest) -> String {
-    let mut out = String::from(
-        "\n\n# Skills\n\nSkills are procedures for particular tasks. When a task matches a skill's description, load the skill with the `load_skill` tool before you start, then follow it.\n",
-    );
-    for skill in &manifest.skills {
-        out.push_str(&format!("\n- `{}`: {}", skill.name, skill.description));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! habit (a display name in `name:`, a long description, a link eve cannot follow) is a
 //! warning.
 
-mod frontmatter;
+pub mod frontmatter;
 mod links;
 
 use std::collections::BTreeMap;
