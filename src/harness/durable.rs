@@ -128,8 +128,8 @@ pub async fn tool_call(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::collections::HashMap;
-    use std::sync::{Arc, Mutex};
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
 
     use super::*;
     use crate::providers::FinishReason;
@@ -196,11 +196,10 @@ mod tests {
     #[tokio::test]
     async fn an_entry_of_another_shape_is_an_error_not_a_panic() {
         let journal = Memory::default();
-        journal
-            .entries
-            .lock()
-            .unwrap()
-            .insert(call_name("t", 1, "c"), serde_json::json!({"nonsense": true}));
+        journal.entries.lock().unwrap().insert(
+            call_name("t", 1, "c"),
+            serde_json::json!({"nonsense": true}),
+        );
         let output = tool_call(&journal, call_name("t", 1, "c"), async {
             ToolOutput::ok("x")
         })
