@@ -124,6 +124,11 @@ pub struct ServeArgs {
     /// Register the deployment endpoint with Restate's admin API at start
     #[arg(long, requires = "restate")]
     pub restate_register: bool,
+    /// Invocations one connection from Restate may carry at once; fewer make Restate
+    /// open more connections, which spreads sessions across the workers behind one
+    /// address
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024), requires = "restate")]
+    pub restate_streams: u32,
 }
 
 /// Arguments of `eve doctor`.

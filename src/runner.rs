@@ -359,10 +359,12 @@ pub fn prepare_journaled(
     let (mut setup, warnings) = session_setup(manifest, agent_dir, options)?;
     setup.journal = Some(journal);
     // A scripted model keeps its place in the agent directory, which the workers of
-    // one machine share.
-    setup
-        .provider
-        .bind_session(&store::dir(&setup.agent_dir), id);
+    // one machine share (best effort, as for a logged session).
+    let sessions = store::dir(&setup.agent_dir);
+    if setup.provider.name() == "scripted" {
+        let _ = std::fs::create_dir_all(&sessions);
+    }
+    setup.provider.bind_session(&sessions, id);
     let (emitter, _events) = Emitter::channel();
     let harness = match snapshot {
         Some(snapshot) => Harness::resume(setup, emitter, snapshot),

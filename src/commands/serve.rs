@@ -95,6 +95,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             ingress: args.restate_ingress.clone(),
             admin: Some(args.restate_admin.clone()),
             register: args.restate_register,
+            streams: args.restate_streams,
             identity_key,
         };
         let served = runtime.block_on(restate::serve(

@@ -42,6 +42,8 @@ pub struct Restate {
     pub admin: Option<String>,
     /// Register the endpoint with the admin API at start (`--restate-register`).
     pub register: bool,
+    /// Invocations one connection from Restate may carry at once (`--restate-streams`).
+    pub streams: u32,
     /// `EVE_RESTATE_IDENTITY_KEY`: only requests Restate signed with it are taken.
     pub identity_key: Option<String>,
 }
@@ -84,7 +86,6 @@ pub async fn serve(
         manifest.clone(),
         agent_dir.clone(),
         config.options.clone(),
-        shutdown.clone(),
     ));
     let options = ServiceOptions::new()
         // A tool call may run for long without a word to Restate: it must not be taken
@@ -130,14 +131,12 @@ pub async fn serve(
         .local_addr()
         .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
     super::watch_signals(shutdown.clone())?;
-    let served = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            HttpServer::new(endpoint)
-                .serve_with_cancel(deployment, shutdown.cancelled_owned())
-                .await;
-        })
-    };
+    let served = tokio::spawn(serve_endpoint(
+        endpoint,
+        deployment,
+        restate.streams,
+        shutdown.clone(),
+    ));
     let registered = match (&restate.admin, restate.register) {
         (Some(admin), true) => Some(register(admin, endpoint_addr).await?),
         _ => None,
@@ -170,6 +169,39 @@ pub async fn serve(
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),
         Err(e) => Err(format!("the server stopped unexpectedly: {e}")),
     }
+}
+
+/// Serves Restate's invocations, each connection carrying at most `streams` at once,
+/// until `shutdown`; then lets the open ones finish.
+async fn serve_endpoint(
+    endpoint: Endpoint,
+    listener: tokio::net::TcpListener,
+    streams: u32,
+    shutdown: CancellationToken,
+) {
+    let service = restate_sdk::hyper::HyperEndpoint::new(endpoint);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => break,
+        };
+        let Ok((stream, _)) = accepted else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let connection =
+            hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .max_concurrent_streams(streams)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service.clone());
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+    }
+    // Other workers sharing the address take the new connections from now on.
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// A listener on `addr` that other workers of this machine may share: the kernel

@@ -46,6 +46,16 @@ pub enum Job {
     Compact,
 }
 
+impl Job {
+    fn name(&self) -> &'static str {
+        match self {
+            Job::Announce => "new session",
+            Job::Turn { .. } => "turn",
+            Job::Compact => "compaction",
+        }
+    }
+}
+
 /// The body of `accept`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -226,6 +236,12 @@ impl EveSession {
         let Some(meta) = meta_of(ctx.get::<Json<Value>>("meta").await?)? else {
             return Err(terminal("no such session"));
         };
+        eprintln!(
+            "eve serve: session {}: {} on this worker (invocation {})",
+            ctx.key(),
+            job.name(),
+            ctx.invocation_id()
+        );
         let fold = match ctx.get::<Json<Value>>("fold").await? {
             Some(Json(value)) => serde_json::from_value::<Replayed>(value)
                 .map_err(|e| terminal(format!("this session's `fold` state is damaged: {e}")))?,
@@ -473,7 +489,6 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
         let (mut harness, _warnings) = self.worker.harness(&key, self.buffer.clone(), snapshot)?;
         let (tx, mut rx) = mpsc::unbounded_channel();
         harness.durable_on(Arc::new(Bridge { tx }));
-        harness.wind_down_on(self.worker.shutdown.clone());
         let cancel = self.cancel.clone();
         // Each part of the invocation mints its ids from its own seed.
         let part = |n: u64| seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));

@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
 use super::object::Buffer;
 use crate::harness::Harness;
 use crate::manifest::Manifest;
@@ -26,8 +24,6 @@ pub struct Worker {
     pub manifest: Manifest,
     pub agent_dir: PathBuf,
     pub options: RunOptions,
-    /// Cancelled at SIGTERM: turns end after their running step.
-    pub shutdown: CancellationToken,
     hold: Option<(String, Option<PathBuf>)>,
 }
 
@@ -36,7 +32,6 @@ impl Worker {
         manifest: Manifest,
         agent_dir: PathBuf,
         options: RunOptions,
-        shutdown: CancellationToken,
     ) -> Worker {
         let hold = std::env::var(HOLD_AFTER_VAR)
             .ok()
@@ -46,7 +41,6 @@ impl Worker {
             manifest,
             agent_dir,
             options,
-            shutdown,
             hold,
         }
     }
