@@ -28,11 +28,7 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(
-        manifest: Manifest,
-        agent_dir: PathBuf,
-        options: RunOptions,
-    ) -> Worker {
+    pub fn new(manifest: Manifest, agent_dir: PathBuf, options: RunOptions) -> Worker {
         let hold = std::env::var(HOLD_AFTER_VAR)
             .ok()
             .filter(|h| !h.is_empty())
