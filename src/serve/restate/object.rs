@@ -327,18 +327,15 @@ impl EveSession {
             let Some(Json(text)) = ctx.get::<Json<String>>(store::chunk_key(chunk)).await? else {
                 break;
             };
-            let mut index = meta.chunks[chunk];
-            for line in text.split_inclusive('\n') {
-                if index >= answer.next {
-                    if answer.lines.len() + line.len() > store::READ_BYTES
-                        && !answer.lines.is_empty()
-                    {
-                        return Ok(Json(answer));
-                    }
-                    answer.lines.push_str(line);
-                    answer.next = index + 1;
+            for (index, line) in (meta.chunks[chunk]..).zip(text.split_inclusive('\n')) {
+                if index < answer.next {
+                    continue;
                 }
-                index += 1;
+                if answer.lines.len() + line.len() > store::READ_BYTES && !answer.lines.is_empty() {
+                    return Ok(Json(answer));
+                }
+                answer.lines.push_str(line);
+                answer.next = index + 1;
             }
             chunk += 1;
         }
@@ -664,22 +661,7 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
         if chunk.is_empty() || self.meta.full.is_some() {
             return;
         }
-        let over = if chunk.len() > store::MAX_CHUNK_BYTES {
-            Some(format!(
-                "one step wrote {} MiB of events, more than the {} MiB eve keeps in Restate at once",
-                chunk.len() >> 20,
-                store::MAX_CHUNK_BYTES >> 20
-            ))
-        } else if self.meta.bytes + chunk.len() as u64 > store::MAX_SESSION_BYTES
-            || self.meta.chunks.len() >= store::MAX_CHUNKS
-        {
-            Some(format!(
-                "the session's events reached {} MiB, what eve keeps in Restate for one session: start a new session",
-                store::MAX_SESSION_BYTES >> 20
-            ))
-        } else {
-            None
-        };
+        let over = store::over_limit(self.meta.bytes, self.meta.chunks.len(), chunk.len());
         if let Some(full) = over {
             eprintln!("eve serve: session {}: {full}", self.ctx.key());
             self.meta.full = Some(full);

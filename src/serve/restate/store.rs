@@ -126,6 +126,25 @@ pub fn chunk_key(n: usize) -> &'static str {
     keys[n]
 }
 
+/// Why a session that holds `bytes` of lines in `chunks` chunks cannot keep a new
+/// chunk of `len` bytes, if it cannot.
+pub fn over_limit(bytes: u64, chunks: usize, len: usize) -> Option<String> {
+    if len > MAX_CHUNK_BYTES {
+        return Some(format!(
+            "one step wrote {} MiB of events, more than the {} MiB eve keeps in Restate at once",
+            len >> 20,
+            MAX_CHUNK_BYTES >> 20
+        ));
+    }
+    if bytes + len as u64 > MAX_SESSION_BYTES || chunks >= MAX_CHUNKS {
+        return Some(format!(
+            "the session's events reached {} MiB or {MAX_CHUNKS} steps, what eve keeps in Restate for one session: start a new session",
+            MAX_SESSION_BYTES >> 20
+        ));
+    }
+    None
+}
+
 /// The chunk that holds line `index`, given where each chunk starts.
 pub fn chunk_of(chunks: &[u64], index: u64) -> Option<usize> {
     match chunks.binary_search(&index) {
@@ -138,6 +157,23 @@ pub fn chunk_of(chunks: &[u64], index: u64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_past_its_limits_is_refused_with_the_reason() {
+        assert_eq!(over_limit(0, 0, 1000), None);
+        assert!(
+            over_limit(0, 0, MAX_CHUNK_BYTES + 1)
+                .unwrap()
+                .contains("one step")
+        );
+        assert!(
+            over_limit(MAX_SESSION_BYTES - 10, 5, 11)
+                .unwrap()
+                .contains("start a new session")
+        );
+        assert_eq!(over_limit(MAX_SESSION_BYTES - 10, 5, 10), None);
+        assert!(over_limit(0, MAX_CHUNKS, 1).is_some());
+    }
 
     #[test]
     fn chunks_are_found_by_line_and_keys_are_kept_once() {
