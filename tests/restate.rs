@@ -509,5 +509,5 @@ fn a_worker_with_a_token_needs_it_and_refuses_an_open_endpoint_without_a_key() {
         None,
         &[("Authorization", "Bearer s3cret-token")],
     );
-    assert_eq!(with.status, 200);
+    assert_eq!(with.status, 200, "{:?}", with.body);
 }

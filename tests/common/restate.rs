@@ -111,7 +111,9 @@ impl RestateServer {
         loop {
             let admin_up = http(&server.admin, "GET", "/health", None).0 == 200;
             let ingress_up = http(&server.ingress, "GET", "/restate/health", None).0 == 200;
-            if admin_up && ingress_up {
+            // Healthy is not yet ready: until every partition has its leader, a query
+            // of the state (what the session list is) fails.
+            if admin_up && ingress_up && server.queryable() {
                 return server;
             }
             assert!(
@@ -121,6 +123,12 @@ impl RestateServer {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Whether the admin API answers a query of the state table.
+    fn queryable(&self) -> bool {
+        let query = r#"{"query":"SELECT service_key FROM state LIMIT 1"}"#;
+        http(&self.admin, "POST", "/query", Some(query)).0 == 200
     }
 
     /// What the server wrote.
