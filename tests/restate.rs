@@ -15,6 +15,9 @@ use common::restate::{Balancer, RestateServer, binary_or_skip, free_port, http};
 use common::serve::{Served, agent, request, types};
 use serde_json::{Value, json};
 
+/// The longest message `eve serve` takes (`src/serve/routes.rs`).
+const MAX_MESSAGE: usize = 256 * 1024;
+
 const APPEND: (&str, &str) = (
     "append",
     "description = \"Appends a line to out.txt\"\ncommand = [\"sh\", \"-c\", \"echo step >> out.txt\"]\n[input_schema]\ntype = \"object\"\n",
@@ -296,6 +299,25 @@ fn a_parked_question_is_answered_through_the_other_worker() {
     );
     assert_eq!(wrong.status, 409);
     assert_eq!(wrong.body["code"], "request_not_pending");
+    // Straight at the ingress: an answer whose text is over the message limit, in
+    // whichever field, is refused and the turn stays parked.
+    let long = "x".repeat(MAX_MESSAGE + 1);
+    for resolution in [
+        json!({"decision": "answer", "text": long}),
+        json!({"decision": "approved", "by": long}),
+        json!({"decision": "denied", "reason": long}),
+    ] {
+        let body = json!({"requestId": request_id, "wake": {"answer": "resolve", "resolution": resolution}});
+        let (status, said) = http(
+            &cluster.server.ingress,
+            "POST",
+            &format!("/EveSession/{id}/respond"),
+            Some(&body.to_string()),
+        );
+        assert!(status >= 400, "{status} {said}");
+    }
+    let still = cluster.workers[other].call("GET", "/eve/v1/sessions", None);
+    assert_eq!(still.body["sessions"][0]["status"], "waiting");
     let answered = cluster.workers[other].call(
         "POST",
         &format!("/eve/v1/session/{id}"),
@@ -458,6 +480,30 @@ fn a_restate_worker_keeps_the_api_checks_and_refuses_bad_input() {
     );
     let tail = worker.stream(&id, "?startIndex=-2");
     assert_eq!(types(&tail), ["turn.completed", "session.completed"]);
+    // A turn straight from the ingress, past `accept`'s checks (a busy or parked
+    // session, the message's size): `turn` is private to the ingress.
+    let events = worker.call("GET", "/eve/v1/sessions", None).body["sessions"][0]["events"].clone();
+    let long = "x".repeat(MAX_MESSAGE + 1);
+    for message in ["Say it again", long.as_str()] {
+        let (status, body) = http(
+            &cluster.server.ingress,
+            "POST",
+            &format!("/EveSession/{id}/turn"),
+            Some(&json!({"job": "turn", "message": message}).to_string()),
+        );
+        assert!((400..500).contains(&status), "{status} {body}");
+    }
+    let (status, body) = http(
+        &cluster.server.ingress,
+        "POST",
+        &format!("/EveSession/{id}/accept"),
+        Some(&json!({"job": {"job": "turn", "message": long}}).to_string()),
+    );
+    assert!(status >= 400, "a message over the limit: {status} {body}");
+    let after = worker.call("GET", "/eve/v1/sessions", None);
+    assert_eq!(after.body["sessions"][0]["status"], "idle");
+    assert_eq!(after.body["sessions"][0]["events"], events, "no turn ran");
+    assert_eq!(cluster.mock.requests().len(), 1, "the model was asked once");
 }
 
 #[test]

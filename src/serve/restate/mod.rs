@@ -93,7 +93,9 @@ pub async fn serve(
         .inactivity_timeout(Duration::from_secs(10 * 60))
         .abort_timeout(Duration::from_secs(60 * 60))
         // A turn reads only `meta` and `fold`, not every chunk of the stream.
-        .enable_lazy_state(true);
+        .enable_lazy_state(true)
+        // Only `accept` starts a turn, after its checks: a client of the ingress cannot.
+        .handler("turn", HandlerOptions::new().ingress_private(true));
     let definition = object::EveSession { worker }
         .into_service_definition()
         .options(options);

@@ -47,6 +47,20 @@ pub enum Job {
 }
 
 impl Job {
+    /// Refuses a job eve's API would not have sent: a session id that is not one, an
+    /// empty message or one longer than plain `eve serve` takes.
+    fn check(&self, key: &str) -> Result<(), HandlerError> {
+        if !crate::session::store::is_valid_id(key) {
+            return Err(terminal("not a session id"));
+        }
+        if let Job::Turn { message } = self
+            && (message.trim().is_empty() || message.len() > MAX_MESSAGE)
+        {
+            return Err(terminal("the message is empty or too long"));
+        }
+        Ok(())
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Job::Announce => "new session",
@@ -181,14 +195,7 @@ impl EveSession {
         ctx: ObjectContext<'_>,
         Json(accept): Json<Accept>,
     ) -> Result<Json<Answer>, HandlerError> {
-        if !crate::session::store::is_valid_id(ctx.key()) {
-            return Err(terminal("not a session id"));
-        }
-        if let Job::Turn { message } = &accept.job
-            && (message.trim().is_empty() || message.len() > MAX_MESSAGE)
-        {
-            return Err(terminal("the message is empty or too long"));
-        }
+        accept.job.check(ctx.key())?;
         let mut meta = match (
             meta_of(ctx.get::<Json<Value>>("meta").await?)?,
             accept.create,
@@ -230,9 +237,11 @@ impl EveSession {
     }
 
     /// Runs a job: a turn (with its parks), a compaction, or the announcement of a new
-    /// session.
+    /// session. Only `accept` invokes it: it is private to Restate's ingress (see
+    /// `mod.rs`), and checks its job again all the same.
     #[handler]
     async fn turn(&self, ctx: ObjectContext<'_>, Json(job): Json<Job>) -> Result<(), HandlerError> {
+        job.check(ctx.key())?;
         let Some(meta) = meta_of(ctx.get::<Json<Value>>("meta").await?)? else {
             return Err(terminal("no such session"));
         };
@@ -360,8 +369,12 @@ impl EveSession {
         if pending.request_id != respond.request_id {
             return Ok(Json(Answer::refused("request_not_pending", &meta)));
         }
+        // Every string of the answer goes into the session's records and stream.
         if let Wake::Resolve {
-            resolution: Resolution::Answer { text } | Resolution::Denied { reason: Some(text) },
+            resolution:
+                Resolution::Answer { text }
+                | Resolution::Denied { reason: Some(text) }
+                | Resolution::Approved { by: Some(text) },
         } = &respond.wake
             && text.len() > MAX_MESSAGE
         {
