@@ -557,3 +557,43 @@ fn a_worker_with_a_token_needs_it_and_refuses_an_open_endpoint_without_a_key() {
     );
     assert_eq!(with.status, 200, "{:?}", with.body);
 }
+
+#[test]
+fn a_reply_too_large_to_journal_fails_the_turn_once() {
+    // A hostile provider's reply of 5 MiB: journaled as is, it would make the journal
+    // entry (and the state) as large, and Restate retry the invocation for ever.
+    // In words of 64 KiB, each its own SSE event: one event of 5 MiB takes the SSE
+    // parser long to read.
+    let huge = format!("{} ", "y".repeat(64 * 1024)).repeat(80);
+    let Some(cluster) = Cluster::start(
+        "a_reply_too_large_to_journal_fails_the_turn_once",
+        vec![text(&huge), text("Less.")],
+        &[],
+        &[&[]],
+    ) else {
+        return;
+    };
+    let worker = &cluster.workers[0];
+    let id = worker.create("Say a lot");
+    worker.wait_for(&id, "idle");
+    let lines = worker.stream(&id, "");
+    let failed = lines
+        .iter()
+        .find(|l| l["type"] == "turn.failed")
+        .unwrap_or_else(|| panic!("{:?}", types(&lines)));
+    assert!(
+        failed.to_string().contains("more than the 4 MiB"),
+        "{failed}"
+    );
+    assert!(lines.iter().all(|l| l.to_string().len() < 64 * 1024));
+    assert_eq!(cluster.mock.requests().len(), 1, "the call was made once");
+    // The session takes the next turn.
+    let next = worker.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"Less, please"}"#),
+    );
+    assert_eq!(next.status, 202, "{:?}", next.body);
+    worker.wait_for(&id, "idle");
+    assert_eq!(cluster.mock.requests().len(), 2);
+}

@@ -19,6 +19,29 @@ use super::reply::Reply;
 use crate::protocol::{Image, Usage};
 use crate::tools::ToolOutput;
 
+/// The most bytes of one journaled result. A durable engine takes entries of a bounded
+/// size (Restate: 32 MiB by default), and the records a result makes are journaled and
+/// kept beside it; a result that could not be journaled would make the engine retry the
+/// call for ever. A larger one is journaled as the error it is instead.
+pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
+
+/// `value`, or the length of its JSON when that is longer than [`MAX_RESULT_BYTES`].
+fn bounded(value: Value) -> Result<Value, usize> {
+    let len = value.to_string().len();
+    if len > MAX_RESULT_BYTES {
+        return Err(len);
+    }
+    Ok(value)
+}
+
+fn too_large(what: &str, len: usize) -> String {
+    format!(
+        "{what} is {} KiB, more than the {} MiB a journaled call keeps",
+        len >> 10,
+        MAX_RESULT_BYTES >> 20
+    )
+}
+
 /// A durable engine's journal of a turn's effects.
 pub trait Durable: Send + Sync + Debug {
     /// Runs `work` and journals its result under `name`; or, when the journal already
@@ -63,7 +86,10 @@ pub async fn model_call(
             Err(CallFailure::Aborted { partial }) => Called::Aborted { partial },
             Err(CallFailure::Failed(error)) => Called::Failed { error },
         };
-        serde_json::to_value(called).unwrap_or(Value::Null)
+        bounded(serde_json::to_value(called).unwrap_or(Value::Null)).unwrap_or_else(|len| {
+            let error = too_large("the model's reply", len);
+            serde_json::to_value(Called::Failed { error }).unwrap_or(Value::Null)
+        })
     };
     match serde_json::from_value(durable.run(name.clone(), work.boxed()).await) {
         Ok(Called::Reply { reply }) => Ok(reply),
@@ -81,7 +107,12 @@ pub async fn summary_call(
     name: String,
     work: impl Future<Output = Result<(String, Usage), String>> + Send + 'static,
 ) -> Result<(String, Usage), String> {
-    let work = async move { serde_json::to_value(work.await).unwrap_or(Value::Null) };
+    let work = async move {
+        bounded(serde_json::to_value(work.await).unwrap_or(Value::Null)).unwrap_or_else(|len| {
+            let failed: Result<(String, Usage), String> = Err(too_large("the summary", len));
+            serde_json::to_value(failed).unwrap_or(Value::Null)
+        })
+    };
     serde_json::from_value::<Result<(String, Usage), String>>(
         durable.run(name.clone(), work.boxed()).await,
     )
@@ -105,12 +136,20 @@ pub async fn tool_call(
 ) -> ToolOutput {
     let work = async move {
         let output = work.await;
-        serde_json::to_value(Output {
+        let value = serde_json::to_value(Output {
             content: output.content,
             is_error: output.is_error,
             images: output.images,
         })
-        .unwrap_or(Value::Null)
+        .unwrap_or(Value::Null);
+        bounded(value).unwrap_or_else(|len| {
+            serde_json::to_value(Output {
+                content: too_large("this call's result", len),
+                is_error: true,
+                images: Vec::new(),
+            })
+            .unwrap_or(Value::Null)
+        })
     };
     match serde_json::from_value::<Output>(durable.run(name.clone(), work.boxed()).await) {
         Ok(output) => ToolOutput {
@@ -191,6 +230,31 @@ mod tests {
         .await;
         assert_eq!(output, replayed);
         assert_eq!(journal.ran.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_result_too_large_to_journal_is_journaled_as_an_error() {
+        let journal = Memory::default();
+        let huge = "x".repeat(MAX_RESULT_BYTES + 1);
+        let output = tool_call(&journal, call_name("t", 1, "c"), {
+            let huge = huge.clone();
+            async move { ToolOutput::ok(huge) }
+        })
+        .await;
+        assert!(output.is_error && output.content.contains("more than the 4 MiB"));
+        let reply = model_call(&journal, model_name("t", 2), async move {
+            Ok(Reply {
+                text: huge,
+                ..Reply::default()
+            })
+        })
+        .await;
+        let Err(CallFailure::Failed(error)) = reply else {
+            panic!("a reply over the limit must fail");
+        };
+        assert!(error.contains("the model's reply"), "{error}");
+        let entries = journal.entries.lock().unwrap();
+        assert!(entries.values().all(|v| v.to_string().len() < 1024));
     }
 
     #[tokio::test]
