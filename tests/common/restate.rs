@@ -3,8 +3,9 @@
 //! has in production.
 //!
 //! The server is the one `.ci/run` installs from the npm registry
-//! (`npm ci --prefix tests/npm`: `@restatedev/restate-server`). Without it, a test
-//! skips with a message saying how to install it, except under CI, where it fails.
+//! (`npm ci --prefix tests/npm`: `@restatedev/restate-server`), which also sets
+//! `EVE_RESTATE_SERVER` to it. Without it, a test skips with a message saying how to
+//! install it, except under CI (`CI` set), where it fails.
 //! The server starts with telemetry off, and in a mount namespace whose
 //! `/etc/resolv.conf` names only 127.0.0.1: it looks for a newer release at every
 //! start, and nothing in a test may reach beyond this machine.
@@ -23,8 +24,13 @@ pub fn binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("EVE_RESTATE_SERVER") {
         return Some(PathBuf::from(path));
     }
-    let installed = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/npm/node_modules/@restatedev/restate-server-linux-x64/bin/restate-server");
+    let arch = match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "x64",
+    };
+    let installed = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "tests/npm/node_modules/@restatedev/restate-server-linux-{arch}/bin/restate-server"
+    ));
     installed.is_file().then_some(installed)
 }
 
