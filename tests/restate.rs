@@ -597,3 +597,58 @@ fn a_reply_too_large_to_journal_fails_the_turn_once() {
     worker.wait_for(&id, "idle");
     assert_eq!(cluster.mock.requests().len(), 2);
 }
+
+#[test]
+fn a_cancelled_turn_ends_aborted_and_its_running_call_says_so() {
+    let Some(cluster) = Cluster::start(
+        "a_cancelled_turn_ends_aborted_and_its_running_call_says_so",
+        vec![call("toolu_w", "wait"), text("Never asked.")],
+        &[WAIT],
+        &[&[], &[]],
+    ) else {
+        return;
+    };
+    let id = cluster.workers[0].create("Wait");
+    wait_until("the tool to start", || cluster.lines("started.txt") == 1);
+    // Through the other worker's API: the cancel reaches the turn through Restate.
+    let cancel = cluster.workers[1].call("POST", &format!("/eve/v1/session/{id}/cancel"), None);
+    assert_eq!(cancel.status, 202, "{:?}", cancel.body);
+    // A call that runs is not interrupted in Restate mode: it ends, its result is
+    // dropped, and the turn ends there.
+    std::fs::write(cluster.dir.path().join("release"), "").unwrap();
+    cluster.workers[0].wait_for(&id, "idle");
+    let lines = cluster.workers[1].stream(&id, "");
+    let result = lines
+        .iter()
+        .find(|l| l["type"] == "action.result")
+        .unwrap_or_else(|| panic!("{:?}", types(&lines)));
+    // The cancel reaches the call while it runs (its result is dropped and says so),
+    // unless the call ended first: then it keeps its result and the turn ends after it.
+    let output = result["data"]["output"].as_str().unwrap();
+    assert!(
+        output.contains("the turn was cancelled") && result["data"]["is_error"] == true
+            || result["data"]["is_error"] == false,
+        "{result}"
+    );
+    assert!(!output.contains("could not tell"), "{result}");
+    let done = lines
+        .iter()
+        .find(|l| l["type"] == "turn.completed")
+        .unwrap();
+    assert_eq!(done["data"]["end_reason"], "aborted");
+    assert_eq!(
+        types(&lines)
+            .iter()
+            .filter(|t| *t == "turn.cancelled")
+            .count(),
+        1
+    );
+    assert_eq!(
+        cluster.mock.requests().len(),
+        1,
+        "no model call after the cancel"
+    );
+    // Nothing left to cancel.
+    let again = cluster.workers[0].call("POST", &format!("/eve/v1/session/{id}/cancel"), None);
+    assert_eq!(again.body["status"], "no_active_turn");
+}

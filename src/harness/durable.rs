@@ -46,7 +46,8 @@ fn too_large(what: &str, len: usize) -> String {
 pub trait Durable: Send + Sync + Debug {
     /// Runs `work` and journals its result under `name`; or, when the journal already
     /// holds a result under `name`, returns that without running `work`. The result is
-    /// what `work` returned, as JSON (`Null` when the engine could not run it).
+    /// what `work` returned, as JSON; `Null` when the engine cancelled the call (the
+    /// turn was cancelled while it ran) and so keeps no result for it.
     fn run(&self, name: String, work: BoxFuture<'static, Value>) -> BoxFuture<'static, Value>;
 }
 
@@ -91,7 +92,13 @@ pub async fn model_call(
             serde_json::to_value(Called::Failed { error }).unwrap_or(Value::Null)
         })
     };
-    match serde_json::from_value(durable.run(name.clone(), work.boxed()).await) {
+    let value = durable.run(name.clone(), work.boxed()).await;
+    if value.is_null() {
+        return Err(CallFailure::Aborted {
+            partial: String::new(),
+        });
+    }
+    match serde_json::from_value(value) {
         Ok(Called::Reply { reply }) => Ok(reply),
         Ok(Called::Aborted { partial }) => Err(CallFailure::Aborted { partial }),
         Ok(Called::Failed { error }) => Err(CallFailure::Failed(error)),
@@ -113,10 +120,12 @@ pub async fn summary_call(
             serde_json::to_value(failed).unwrap_or(Value::Null)
         })
     };
-    serde_json::from_value::<Result<(String, Usage), String>>(
-        durable.run(name.clone(), work.boxed()).await,
-    )
-    .map_err(|e| format!("the journal's entry `{name}` is not a summary: {e}"))?
+    let value = durable.run(name.clone(), work.boxed()).await;
+    if value.is_null() {
+        return Err("the turn was cancelled during the compaction".into());
+    }
+    serde_json::from_value::<Result<(String, Usage), String>>(value)
+        .map_err(|e| format!("the journal's entry `{name}` is not a summary: {e}"))?
 }
 
 /// A tool call's output as journaled.
@@ -151,7 +160,13 @@ pub async fn tool_call(
             .unwrap_or(Value::Null)
         })
     };
-    match serde_json::from_value::<Output>(durable.run(name.clone(), work.boxed()).await) {
+    let value = durable.run(name.clone(), work.boxed()).await;
+    if value.is_null() {
+        return ToolOutput::error(
+            "the turn was cancelled while this call ran: what it did is not known, and its result is not kept",
+        );
+    }
+    match serde_json::from_value::<Output>(value) {
         Ok(output) => ToolOutput {
             content: output.content,
             is_error: output.is_error,
@@ -255,6 +270,35 @@ mod tests {
         assert!(error.contains("the model's reply"), "{error}");
         let entries = journal.entries.lock().unwrap();
         assert!(entries.values().all(|v| v.to_string().len() < 1024));
+    }
+
+    /// An engine that cancels every call.
+    #[derive(Debug)]
+    struct Cancelled;
+
+    impl Durable for Cancelled {
+        fn run(&self, _: String, _: BoxFuture<'static, Value>) -> BoxFuture<'static, Value> {
+            async { Value::Null }.boxed()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_the_engine_cancelled_says_so() {
+        let output = tool_call(&Cancelled, call_name("t", 1, "c"), async {
+            ToolOutput::ok("x")
+        })
+        .await;
+        assert!(output.is_error && output.content.contains("cancelled"));
+        let reply = model_call(&Cancelled, model_name("t", 1), async {
+            Ok(Reply::default())
+        })
+        .await;
+        assert!(matches!(reply, Err(CallFailure::Aborted { .. })));
+        let summary = summary_call(&Cancelled, compaction_name("t", 1), async {
+            Ok(("s".to_string(), Usage::default()))
+        })
+        .await;
+        assert!(summary.is_err_and(|e| e.contains("cancelled")));
     }
 
     #[tokio::test]
