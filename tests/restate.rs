@@ -652,3 +652,65 @@ fn a_cancelled_turn_ends_aborted_and_its_running_call_says_so() {
     let again = cluster.workers[0].call("POST", &format!("/eve/v1/session/{id}/cancel"), None);
     assert_eq!(again.body["status"], "no_active_turn");
 }
+
+/// A valid Restate request-identity public key (the SDK's own tests use it).
+const IDENTITY_KEY: &str = "publickeyv1_ChjENKeMvCtRnqG2mrBK1HmPKufgFUc98K8B3ononQvp";
+
+/// The status of an unsigned HTTP/2 discovery request to a Restate endpoint.
+fn discover(endpoint: &str) -> u16 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .http2_prior_knowledge()
+            .build()
+            .unwrap();
+        client
+            .get(format!("http://{endpoint}/discover"))
+            .header("accept", "application/vnd.restate.endpointmanifest.v4+json")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    })
+}
+
+#[test]
+fn with_an_identity_key_the_endpoint_refuses_requests_restate_did_not_sign() {
+    let tmp = agent("- text: hi\n", &[]);
+    let worker_with = |key: Option<&str>| {
+        let endpoint = format!("127.0.0.1:{}", free_port());
+        let env: Vec<(&str, &str)> = key
+            .map(|k| ("EVE_RESTATE_IDENTITY_KEY", k))
+            .into_iter()
+            .collect();
+        let worker = Served::start(
+            tmp.path(),
+            &["--restate", "--restate-endpoint", &endpoint],
+            &env,
+        );
+        (worker, endpoint)
+    };
+    let (_open, endpoint) = worker_with(None);
+    assert_eq!(
+        discover(&endpoint),
+        200,
+        "on loopback without a key it answers"
+    );
+    let (_signed, endpoint) = worker_with(Some(IDENTITY_KEY));
+    assert_eq!(discover(&endpoint), 401, "an unsigned request is refused");
+    let bad = common::eve()
+        .current_dir(tmp.path())
+        .args(["serve", ".", "--restate"])
+        .env("EVE_RESTATE_IDENTITY_KEY", "publickeyv1_nonsense")
+        .output()
+        .unwrap();
+    assert_ne!(bad.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("not a Restate identity key"), "{stderr}");
+}
