@@ -419,6 +419,15 @@ fn a_restate_worker_keeps_the_api_checks_and_refuses_bad_input() {
         None,
     );
     assert_eq!(status, 403);
+    // A browser page of another origin may not start a session.
+    let (status, _, body) = request(
+        &worker.url,
+        "POST",
+        "/eve/v1/session",
+        &[("Origin", "http://evil.example")],
+        Some(br#"{"message":"hi"}"#),
+    );
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
     let bad = worker.call(
         "POST",
         "/eve/v1/session",
