@@ -723,3 +723,51 @@ fn with_an_identity_key_the_endpoint_refuses_requests_restate_did_not_sign() {
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(stderr.contains("not a Restate identity key"), "{stderr}");
 }
+
+#[test]
+fn compaction_and_the_todo_list_work_across_workers() {
+    let todos = json!({"todos": [{"content": "Write the plan", "status": "in_progress"}]});
+    let replies = vec![
+        Reply::Sse(anthropic_reply("", &[("toolu_t", "todo", todos)], 1)),
+        text("Planned."),
+        text("The user asked for a plan."),
+        text("Next."),
+    ];
+    let Some(cluster) = Cluster::start(
+        "compaction_and_the_todo_list_work_across_workers",
+        replies,
+        &[("todo", "")],
+        &[&[], &[]],
+    ) else {
+        return;
+    };
+    let id = cluster.workers[0].create("Plan it");
+    cluster.workers[0].wait_for(&id, "idle");
+    let compact = cluster.workers[1].call("POST", &format!("/eve/v1/session/{id}/compact"), None);
+    assert_eq!(compact.status, 202, "{:?}", compact.body);
+    cluster.workers[1].wait_for(&id, "idle");
+    let next = cluster.workers[1].call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(r#"{"message":"Go on"}"#),
+    );
+    assert_eq!(next.status, 202, "{:?}", next.body);
+    cluster.workers[0].wait_for(&id, "idle");
+    let lines = cluster.workers[0].stream(&id, "");
+    let types = types(&lines);
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| *t == "compaction.completed")
+            .count(),
+        1,
+        "{types:?}"
+    );
+    let requests = cluster.mock.requests();
+    assert_eq!(requests.len(), 4);
+    // The turn after the compaction starts from the summary and keeps the todo list,
+    // from the session's state in Restate, whichever worker runs it.
+    let after = requests[3].body.to_string();
+    assert!(after.contains("The user asked for a plan."), "{after}");
+    assert!(after.contains("Write the plan"), "{after}");
+}
