@@ -124,6 +124,43 @@ pub struct ServeArgs {
     /// Turn the network off for sandboxed processes (overrides `[sandbox] network`)
     #[arg(long)]
     pub no_network: bool,
+    /// Run sessions on Restate: this process becomes a worker of a Restate deployment
+    /// (see docs/restate.md)
+    #[arg(long)]
+    pub restate: bool,
+    /// Where the deployment endpoint Restate invokes listens (HTTP/2); the workers of
+    /// one machine share it. Another than loopback needs EVE_RESTATE_IDENTITY_KEY
+    #[arg(
+        long,
+        value_name = "IP:PORT",
+        default_value = "127.0.0.1:9080",
+        requires = "restate"
+    )]
+    pub restate_endpoint: std::net::SocketAddr,
+    /// Restate's ingress, which the API calls the sessions through
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8080",
+        requires = "restate"
+    )]
+    pub restate_ingress: String,
+    /// Restate's admin API, for listing sessions and --restate-register
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:9070",
+        requires = "restate"
+    )]
+    pub restate_admin: String,
+    /// Register the deployment endpoint with Restate's admin API at start
+    #[arg(long, requires = "restate")]
+    pub restate_register: bool,
+    /// Invocations one connection from Restate may carry at once; fewer make Restate
+    /// open more connections, which spreads sessions across the workers behind one
+    /// address
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024), requires = "restate")]
+    pub restate_streams: u32,
 }
 
 /// Arguments of `eve doctor`.

@@ -229,64 +229,9 @@ pub fn prepare_with(
     options: &RunOptions,
     journal: JournalFor<'_>,
 ) -> Result<Prepared, RunError> {
-    let agent_dir = agent_dir
-        .canonicalize()
-        .map_err(|e| RunError::Failed(format!("`{}`: {e}", agent_dir.display())))?;
-    let workspace = workspace(&manifest, options.workspace.as_deref()).map_err(RunError::Failed)?;
-    let (reference, scripted_base) = match &options.model {
-        Some(model) => (
-            model.clone(),
-            std::env::current_dir()
-                .map_err(|e| RunError::Failed(format!("cannot read the current folder: {e}")))?,
-        ),
-        None => (manifest.agent.model.clone(), agent_dir.clone()),
-    };
-    let resolved = providers::resolve(
-        &reference,
-        &manifest.agent.providers,
-        &scripted_base,
-        &crate::secrets::var,
-    )
-    .map_err(RunError::Failed)?;
-    let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
-    let (sandbox, warnings) = crate::sandbox::for_session(
-        &manifest,
-        &agent_dir,
-        &workspace,
-        options.sandbox_mode,
-        options.no_network,
-        &Support::detect(),
-    )
-    .map_err(RunError::Failed)?;
-    let mut hidden_env = providers::key_variables(&manifest);
-    hidden_env.extend(options.hidden_env.iter().cloned());
-    let agent = manifest.agent.name.clone();
-    let mut setup = Setup {
-        manifest: Arc::new(manifest),
-        agent_dir: agent_dir.clone(),
-        workspace,
-        provider: resolved.provider,
-        model_id: resolved.model_id,
-        model: resolved.reference,
-        max_steps,
-        retry: RetryPolicy::from_env(),
-        hidden_env,
-        depth: 0,
-        journal: None,
-        asker: options.asker.clone(),
-        approve_all: options.approve_all,
-        sandbox,
-        stubs: None,
-        connections: None,
-    };
-    setup.connections = options.connections.clone().or_else(|| {
-        crate::connections::Connections::new(
-            &setup.manifest,
-            &agent_dir,
-            &setup.workspace,
-            setup.sandbox.as_ref().and_then(|s| s.recipe.clone()),
-        )
-    });
+    let (mut setup, warnings) = session_setup(manifest, agent_dir, options)?;
+    let agent_dir = setup.agent_dir.clone();
+    let agent = setup.manifest.agent.name.clone();
     let (emitter, rx) = Emitter::channel();
     let failed = |e: String| RunError::Failed(e);
     let id = match &options.session {
@@ -331,6 +276,102 @@ pub fn prepare_with(
         repaired,
         warnings,
     })
+}
+
+/// What every session's harness is built from: the workspace, the model, the sandbox,
+/// the hidden variables and the connections, as `options` ask.
+fn session_setup(
+    manifest: Manifest,
+    agent_dir: &Path,
+    options: &RunOptions,
+) -> Result<(Setup, Vec<String>), RunError> {
+    let agent_dir = agent_dir
+        .canonicalize()
+        .map_err(|e| RunError::Failed(format!("`{}`: {e}", agent_dir.display())))?;
+    let workspace = workspace(&manifest, options.workspace.as_deref()).map_err(RunError::Failed)?;
+    let (reference, scripted_base) = match &options.model {
+        Some(model) => (
+            model.clone(),
+            std::env::current_dir()
+                .map_err(|e| RunError::Failed(format!("cannot read the current folder: {e}")))?,
+        ),
+        None => (manifest.agent.model.clone(), agent_dir.clone()),
+    };
+    let resolved = providers::resolve(
+        &reference,
+        &manifest.agent.providers,
+        &scripted_base,
+        &crate::secrets::var,
+    )
+    .map_err(RunError::Failed)?;
+    let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
+    let (sandbox, warnings) = crate::sandbox::for_session(
+        &manifest,
+        &agent_dir,
+        &workspace,
+        options.sandbox_mode,
+        options.no_network,
+        &Support::detect(),
+    )
+    .map_err(RunError::Failed)?;
+    let mut hidden_env = providers::key_variables(&manifest);
+    hidden_env.extend(options.hidden_env.iter().cloned());
+    let mut setup = Setup {
+        manifest: Arc::new(manifest),
+        agent_dir: agent_dir.clone(),
+        workspace,
+        provider: resolved.provider,
+        model_id: resolved.model_id,
+        model: resolved.reference,
+        max_steps,
+        retry: RetryPolicy::from_env(),
+        hidden_env,
+        depth: 0,
+        journal: None,
+        asker: options.asker.clone(),
+        approve_all: options.approve_all,
+        sandbox,
+        stubs: None,
+        connections: None,
+    };
+    setup.connections = options.connections.clone().or_else(|| {
+        crate::connections::Connections::new(
+            &setup.manifest,
+            &agent_dir,
+            &setup.workspace,
+            setup.sandbox.as_ref().and_then(|s| s.recipe.clone()),
+        )
+    });
+    Ok((setup, warnings))
+}
+
+/// A harness for session `id` whose records go to `journal` rather than a log: a
+/// durable engine keeps the session's state itself and rebuilds the session from
+/// `snapshot` (`None`: a new session).
+pub fn prepare_journaled(
+    manifest: Manifest,
+    agent_dir: &Path,
+    options: &RunOptions,
+    id: &str,
+    journal: Arc<dyn Journal>,
+    snapshot: Option<crate::protocol::Snapshot>,
+) -> Result<(Harness, Vec<String>), RunError> {
+    let (mut setup, warnings) = session_setup(manifest, agent_dir, options)?;
+    setup.journal = Some(journal);
+    // A scripted model keeps its place in the agent directory, which the workers of
+    // one machine share (best effort, as for a logged session).
+    let sessions = store::dir(&setup.agent_dir);
+    if setup.provider.name() == "scripted" {
+        let _ = std::fs::create_dir_all(&sessions);
+    }
+    setup.provider.bind_session(&sessions, id);
+    let (emitter, _events) = Emitter::channel();
+    let harness = match snapshot {
+        Some(snapshot) => Harness::resume(setup, emitter, snapshot),
+        None => Harness::new(setup, emitter, id.to_string()),
+    }
+    .map_err(RunError::Failed)?;
+    Ok((harness, warnings))
 }
 
 /// Opens a session log (taking its lock) and repairs it: a torn last line is dropped, a

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::cli::ServeArgs;
 use crate::compiler::{self, render};
 use crate::runner::{RunOptions, exit};
-use crate::serve::{self, Config, TOKEN_VAR};
+use crate::serve::{self, Config, TOKEN_VAR, restate};
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let usage = |message: String| {
@@ -63,7 +63,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .and_then(crate::manifest::SandboxMode::from_name),
             no_network: args.no_network,
-            hidden_env: vec![TOKEN_VAR.to_string()],
+            hidden_env: vec![TOKEN_VAR.to_string(), restate::IDENTITY_VAR.to_string()],
             ..RunOptions::default()
         },
     };
@@ -71,6 +71,60 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if args.restate {
+        let identity_key =
+            crate::secrets::var(restate::IDENTITY_VAR).filter(|k| !k.trim().is_empty());
+        if let Err(message) =
+            restate::check_endpoint(&args.restate_endpoint, identity_key.is_some())
+        {
+            return usage(message);
+        }
+        for (flag, url) in [
+            ("--restate-ingress", &args.restate_ingress),
+            ("--restate-admin", &args.restate_admin),
+        ] {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return usage(format!(
+                    "{flag} takes an http:// or https:// URL, not `{}`",
+                    crate::text::shorten(url, 60)
+                ));
+            }
+        }
+        let options = restate::Restate {
+            endpoint: args.restate_endpoint,
+            ingress: args.restate_ingress.clone(),
+            admin: Some(args.restate_admin.clone()),
+            register: args.restate_register,
+            streams: args.restate_streams,
+            identity_key,
+        };
+        let served = runtime.block_on(restate::serve(
+            manifest,
+            dir,
+            config,
+            options,
+            |ready, warnings| {
+                for warning in warnings {
+                    eprintln!("warning: {warning}");
+                }
+                if let Some(uri) = &ready.registered {
+                    eprintln!("eve serve: registered {uri} with Restate");
+                }
+                eprintln!(
+                    "eve serve: `{name}` Restate worker: deployment endpoint http://{}/, API listening on http://{}/ (API under /eve/v1; SIGTERM or Ctrl-C stops it)",
+                    ready.endpoint, ready.api
+                );
+            },
+        ));
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        return match served {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(message) => {
+                eprintln!("error: {message}");
+                Ok(ExitCode::from(exit::FAILED))
+            }
+        };
+    }
     let served = runtime.block_on(serve::serve(manifest, dir, config, |addr, warnings| {
         for warning in warnings {
             eprintln!("warning: {warning}");

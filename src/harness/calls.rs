@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Harness, scheduler};
+use super::{Harness, durable, scheduler};
 use crate::protocol::{Action, EventKind, InputRequest, Message, Resolution, ToolCall, ToolResult};
 use crate::tools::ToolOutput;
 
@@ -62,7 +62,13 @@ impl Harness {
         let ctx = self.tool_context(cancel);
         let registry = self.registry.clone();
         let emitter = self.emitter.clone();
-        let max_parallel = self.setup.manifest.agent.limits.max_parallel_tools as usize;
+        let durable = self.durable.clone();
+        // A journaled step runs its calls one at a time, so the journal's order is the
+        // calls' order, the same when a crash makes the engine replay it.
+        let max_parallel = match durable {
+            Some(_) => 1,
+            None => self.setup.manifest.agent.limits.max_parallel_tools as usize,
+        };
         let results = scheduler::run(
             items,
             max_parallel,
@@ -71,13 +77,33 @@ impl Harness {
             },
             |_, (call, plan)| {
                 let registry = registry.clone();
-                let ctx = &ctx;
+                let ctx = ctx.clone();
+                let durable = durable.clone();
+                let name = durable::call_name(turn_id, step, &call.id);
                 async move {
                     let started = Instant::now();
                     let output = match plan {
                         Plan::Result(output) => output,
-                        Plan::Run => registry.call(&call, ctx).await,
-                        Plan::RunApproved => registry.call_approved(&call, ctx).await,
+                        Plan::Run | Plan::RunApproved => {
+                            let approved = matches!(plan, Plan::RunApproved);
+                            let work = {
+                                let registry = registry.clone();
+                                let call = call.clone();
+                                async move {
+                                    if approved {
+                                        registry.call_approved(&call, &ctx).await
+                                    } else {
+                                        registry.call(&call, &ctx).await
+                                    }
+                                }
+                            };
+                            match &durable {
+                                Some(durable) => {
+                                    durable::tool_call(durable.as_ref(), name, work).await
+                                }
+                                None => work.await,
+                            }
+                        }
                     };
                     let connection = registry.connection_of(&call);
                     (call, output, started.elapsed(), connection)

@@ -169,8 +169,14 @@ impl Harness {
         (agent.compaction.threshold_percent * agent.limits.context_window as f64) as u64
     }
 
-    /// Compacts when the estimate is above the threshold, or always with `force`.
-    pub(crate) async fn maybe_compact(&mut self, turn_id: &str, force: bool) -> Result<(), String> {
+    /// Compacts when the estimate is above the threshold, or always with `force`;
+    /// `step` is the step it comes before (0: outside a turn), for the journal's name.
+    pub(crate) async fn maybe_compact(
+        &mut self,
+        turn_id: &str,
+        step: u64,
+        force: bool,
+    ) -> Result<(), String> {
         let before = self.estimate();
         let threshold = self.threshold();
         if !force && before <= threshold {
@@ -203,7 +209,7 @@ impl Harness {
                 return Ok(());
             }
         }
-        let after = self.summarise(force).await?;
+        let after = self.summarise(force, turn_id, step).await?;
         self.finish_compaction(turn_id, before, after, true);
         Ok(())
     }
@@ -211,7 +217,7 @@ impl Harness {
     /// Compacts the session now, whatever its size (`/compact`, `eve run --compact`).
     pub async fn compact_now(&mut self) -> Result<(), String> {
         let turn_id = crate::ids::new_id("turn");
-        self.maybe_compact(&turn_id, true).await
+        self.maybe_compact(&turn_id, 0, true).await
     }
 
     fn finish_compaction(&mut self, turn_id: &str, before: u64, after: u64, summarised: bool) {
@@ -236,7 +242,7 @@ impl Harness {
 
     /// Replaces the history with a summary of all of it and a recent window of text
     /// messages; returns the new estimate.
-    async fn summarise(&mut self, force: bool) -> Result<u64, String> {
+    async fn summarise(&mut self, force: bool, turn_id: &str, step: u64) -> Result<u64, String> {
         let agent = &self.setup.manifest.agent;
         // The recent window: the last text messages that fit in a tenth of the window.
         let budget = (agent.limits.context_window / 10).max(1);
@@ -268,9 +274,16 @@ impl Harness {
             max_output_tokens: agent.limits.max_output_tokens.min(8192),
             temperature: Some(0.0),
         };
-        let (summary, usage) = complete(provider.as_ref(), &request, &self.setup.retry)
-            .await
-            .map_err(|e| format!("compaction failed: {e}"))?;
+        let retry = self.setup.retry;
+        let work = async move { complete(provider.as_ref(), &request, &retry).await };
+        let summarised = match &self.durable {
+            Some(durable) => {
+                let name = super::durable::compaction_name(turn_id, step);
+                super::durable::summary_call(durable.as_ref(), name, work).await
+            }
+            None => work.await,
+        };
+        let (summary, usage) = summarised.map_err(|e| format!("compaction failed: {e}"))?;
         // The summariser's tokens are the session's too.
         self.usage.add(&usage);
         let overhead = self

@@ -11,6 +11,7 @@
 mod calls;
 pub mod compaction;
 pub mod decide;
+pub mod durable;
 mod emitter;
 mod input;
 mod model_call;
@@ -104,6 +105,8 @@ pub struct Harness {
     /// Once cancelled, a turn starts no further step: it ends as aborted after the
     /// step that is running (a server shutting down lets steps finish).
     wind_down: Option<tokio_util::sync::CancellationToken>,
+    /// The durable engine whose journal holds the turn's model and tool calls.
+    durable: Option<Arc<dyn durable::Durable>>,
 }
 
 /// The todo list and read stamps as last written to the journal.
@@ -148,6 +151,7 @@ impl Harness {
             call_ids: HashSet::new(),
             estimate: compaction::Estimate::default(),
             wind_down: None,
+            durable: None,
         })
     }
 
@@ -183,6 +187,13 @@ impl Harness {
     /// starting another step (the turn ends as aborted).
     pub fn wind_down_on(&mut self, token: tokio_util::sync::CancellationToken) {
         self.wind_down = Some(token);
+    }
+
+    /// Runs every model call and tool call of this session's turns through `durable`'s
+    /// journal (see [`durable`]); a step's tool calls then run one at a time, each
+    /// journaled as it finishes. Child agents run inside their parent's tool call.
+    pub fn durable_on(&mut self, durable: Arc<dyn durable::Durable>) {
+        self.durable = Some(durable);
     }
 
     /// The session's id.

@@ -1,13 +1,16 @@
 //! One model call: the request, the stream folded into a [`Reply`] (deltas emitted as
 //! they arrive), retries of the whole call; and the reply committed to the history.
 
+use std::sync::Arc;
+
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::Harness;
 use super::reply::Reply;
+use super::{Emitter, Harness, durable};
 use crate::protocol::{Action, EventKind, Message, ToolCall};
-use crate::providers::{FinishReason, ModelRequest, ProviderError, StreamEvent};
+use crate::providers::retry::RetryPolicy;
+use crate::providers::{FinishReason, ModelRequest, Provider, ProviderError, StreamEvent};
 use crate::tools::ToolOutput;
 use crate::tools::registry::parse_arguments;
 
@@ -24,33 +27,71 @@ enum Attempt {
     Failed(ProviderError),
 }
 
+/// One model call with everything it needs, owned, so that a durable engine can run it
+/// as a journaled effect apart from the harness.
+struct ModelCall {
+    provider: Arc<dyn Provider>,
+    request: ModelRequest,
+    emitter: Emitter,
+    retry: RetryPolicy,
+    turn_id: String,
+    step: u64,
+    cancel: CancellationToken,
+}
+
 impl Harness {
-    /// One model call, retried as a whole while the error is retryable.
+    /// One model call, retried as a whole while the error is retryable; through the
+    /// durable engine's journal when there is one.
     pub(super) async fn call_model(
         &self,
         turn_id: &str,
         step: u64,
         cancel: &CancellationToken,
     ) -> Result<Reply, CallFailure> {
-        let request = ModelRequest {
-            model: self.setup.model_id.clone(),
-            system: self.system.clone(),
-            messages: self.history.clone(),
-            tools: self.registry.specs(),
-            max_output_tokens: self.setup.manifest.agent.limits.max_output_tokens,
-            temperature: None,
+        let call = ModelCall {
+            provider: self.setup.provider.clone(),
+            request: ModelRequest {
+                model: self.setup.model_id.clone(),
+                system: self.system.clone(),
+                messages: self.history.clone(),
+                tools: self.registry.specs(),
+                max_output_tokens: self.setup.manifest.agent.limits.max_output_tokens,
+                temperature: None,
+            },
+            emitter: self.emitter.clone(),
+            retry: self.setup.retry,
+            turn_id: turn_id.to_string(),
+            step,
+            cancel: cancel.clone(),
         };
+        match &self.durable {
+            Some(durable) => {
+                durable::model_call(
+                    durable.as_ref(),
+                    durable::model_name(turn_id, step),
+                    call.run(),
+                )
+                .await
+            }
+            None => call.run().await,
+        }
+    }
+}
+
+impl ModelCall {
+    async fn run(self) -> Result<Reply, CallFailure> {
+        let (turn_id, step, cancel) = (self.turn_id.as_str(), self.step, &self.cancel);
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let error = match self.stream_once(&request, turn_id, step, cancel).await {
+            let error = match self.stream_once().await {
                 Ok(reply) => return Ok(reply),
                 Err(Attempt::Aborted(partial)) => return Err(CallFailure::Aborted { partial }),
                 Err(Attempt::Failed(error)) => error,
             };
             let retries_used = attempt - 1;
-            let retry = error.is_retryable() && retries_used < self.setup.retry.max_retries;
-            let delay = retry.then(|| self.setup.retry.delay(retries_used, error.retry_after()));
+            let retry = error.is_retryable() && retries_used < self.retry.max_retries;
+            let delay = retry.then(|| self.retry.delay(retries_used, error.retry_after()));
             self.emitter.emit(EventKind::StepFailed {
                 turn_id: turn_id.to_string(),
                 step,
@@ -72,15 +113,10 @@ impl Harness {
         }
     }
 
-    async fn stream_once(
-        &self,
-        request: &ModelRequest,
-        turn_id: &str,
-        step: u64,
-        cancel: &CancellationToken,
-    ) -> Result<Reply, Attempt> {
+    async fn stream_once(&self) -> Result<Reply, Attempt> {
+        let (turn_id, step, cancel) = (self.turn_id.as_str(), self.step, &self.cancel);
         let opened = tokio::select! {
-            opened = self.setup.provider.stream(request) => opened,
+            opened = self.provider.stream(&self.request) => opened,
             () = cancel.cancelled() => return Err(Attempt::Aborted(String::new())),
         };
         let mut stream = opened.map_err(Attempt::Failed)?;
@@ -112,7 +148,9 @@ impl Harness {
             reply.apply(event);
         }
     }
+}
 
+impl Harness {
     /// Appends the model's reply to the history and returns its tool calls; arguments
     /// that are not a JSON object become an error result kept for the call. Hosted tool
     /// calls the provider already ran are reported as actions and results.

@@ -3,13 +3,14 @@
 
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol::Usage;
 use crate::providers::{FinishReason, StreamEvent};
 
 /// A hosted tool call the provider ran within the reply (shown, never executed).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerCall {
     pub id: String,
     pub name: String,
@@ -19,15 +20,16 @@ pub struct ServerCall {
 }
 
 /// A tool call as streamed: its arguments are raw JSON text until the reply is complete.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RawCall {
     pub id: String,
     pub name: String,
     pub arguments: String,
 }
 
-/// What one model call produced.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What one model call produced (journaled as JSON by a durable engine).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Reply {
     pub text: String,
     pub calls: Vec<RawCall>,

@@ -198,7 +198,7 @@ impl Harness {
     /// One step: compaction if needed, one model call, its tool calls; then the decision.
     pub async fn step(&mut self, turn: &mut Turn, cancel: &CancellationToken) -> Next {
         self.refresh_tools(&turn.id).await;
-        if let Err(error) = self.maybe_compact(&turn.id, false).await {
+        if let Err(error) = self.maybe_compact(&turn.id, turn.steps + 1, false).await {
             return Next::Fail(error);
         }
         turn.steps += 1;

@@ -1,6 +1,6 @@
 //! Provider-neutral stream events and the errors of decoding a provider's stream.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::protocol::Usage;
 
@@ -45,7 +45,7 @@ pub enum StreamEvent {
 }
 
 /// Why the model stopped generating.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     /// The model finished its answer (or hit a stop sequence).

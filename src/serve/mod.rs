@@ -14,6 +14,7 @@ mod index;
 mod jobs;
 mod live;
 mod page;
+pub mod restate;
 mod routes;
 mod stream;
 
@@ -85,6 +86,8 @@ pub struct State {
     tasks: TaskTracker,
     /// Records changes the served agent makes to its own definition.
     changes: Arc<changes::Changes>,
+    /// In Restate mode, how the API reaches the sessions (their objects in Restate).
+    restate: Option<restate::Backend>,
 }
 
 /// Serves `manifest`, built from `agent_dir`, until SIGTERM or Ctrl-C. `ready` gets the
@@ -112,6 +115,7 @@ pub async fn serve(
         abort: CancellationToken::new(),
         tasks: TaskTracker::new(),
         changes: Arc::default(),
+        restate: None,
         config,
     });
     let recovered = state.clone();
@@ -171,7 +175,7 @@ pub async fn serve(
 }
 
 /// Cancels `shutdown` at the first SIGTERM or Ctrl-C; a second one exits at once.
-fn watch_signals(shutdown: CancellationToken) -> Result<(), String> {
+pub(crate) fn watch_signals(shutdown: CancellationToken) -> Result<(), String> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -244,7 +248,7 @@ fn recover(state: &State) -> Vec<String> {
 
 /// The body of `GET /eve/v1/info`, and what the sandbox cannot enforce here. Resolving
 /// the model here makes a missing key an error at start, not at the first turn.
-fn describe(
+pub(crate) fn describe(
     manifest: &Manifest,
     agent_dir: &Path,
     options: &RunOptions,

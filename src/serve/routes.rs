@@ -17,6 +17,7 @@ use super::error::{ApiError, parse};
 use super::index::{Entry, Index, Pending, Status};
 use super::jobs::{self, Job};
 use super::live::Live;
+use super::restate::{self, Job as RestateJob};
 use super::{State, guard, page, stream};
 use crate::protocol::Resolution;
 use crate::session::store;
@@ -156,6 +157,18 @@ async fn create(
     } else {
         parse(&raw)?
     };
+    if let Some(backend) = &state.restate {
+        let job = match request.message {
+            Some(message) => {
+                check_text("message", &message)?;
+                RestateJob::Turn { message }
+            }
+            None => RestateJob::Announce,
+        };
+        let id = crate::ids::new_id("ses");
+        backend.accept(&id, job, true).await?;
+        return Ok(accepted(&id));
+    }
     let max = state.config.max_sessions;
     if state.index.len() >= max {
         return Err(too_many_sessions(max));
@@ -264,7 +277,7 @@ fn resolution(pending: &Pending, responses: Vec<InputResponse>) -> Result<Resolu
     }
 }
 
-fn busy(id: &str) -> ApiError {
+pub(crate) fn busy(id: &str) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
         "session_busy",
@@ -274,7 +287,7 @@ fn busy(id: &str) -> ApiError {
     )
 }
 
-fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
+pub(crate) fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
         "input_required",
@@ -325,6 +338,9 @@ async fn send(
 ) -> Result<Response, ApiError> {
     let request: SendBody = parse(&body(raw)?)?;
     session_path(&state, &id)?;
+    if let Some(backend) = &state.restate {
+        return restate_send(backend, &id, request).await;
+    }
     match (request.message, request.input_responses) {
         (Some(message), None) => {
             check_text("message", &message)?;
@@ -364,6 +380,13 @@ async fn compact(
     Extract(state): Extract<Arc<State>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
+    if let Some(backend) = &state.restate {
+        session_path(&state, &id)?;
+        let summary = backend.summary(&id).await?;
+        refuse_unless_idle(&id, &summary)?;
+        backend.accept(&id, RestateJob::Compact, false).await?;
+        return Ok(accepted(&id));
+    }
     start(&state, &id, |entry| match entry.status {
         Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
         _ => Ok(Job::Compact),
@@ -376,6 +399,20 @@ async fn cancel(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     session_path(&state, &id)?;
+    if let Some(backend) = &state.restate {
+        // A turn that is queued has no invocation to cancel until it starts, a moment later.
+        for _ in 0..100 {
+            let summary = backend.summary(&id).await?;
+            if summary.status != restate::store::Status::Queued {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        return Ok(match backend.cancel(&id).await? {
+            true => cancelled(),
+            false => axum::Json(json!({"ok": true, "status": "no_active_turn"})).into_response(),
+        });
+    }
     let running = state
         .index
         .with(&id, |entry| match entry.status {
@@ -423,7 +460,10 @@ async fn list(
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::invalid("`limit` is from 1 to 1000"));
     }
-    let sessions = state.index.list(limit, query.before.as_deref());
+    let sessions = match &state.restate {
+        Some(backend) => backend.list(limit, query.before.as_deref()).await?,
+        None => state.index.list(limit, query.before.as_deref()),
+    };
     Ok(axum::Json(json!({"ok": true, "sessions": sessions})).into_response())
 }
 
@@ -435,11 +475,23 @@ async fn stream(
     let Query(query) = query.map_err(|e| ApiError::invalid(e.body_text()))?;
     let (start, follow) = query.parse()?;
     let path = session_path(&state, &id)?;
+    if let Some(backend) = &state.restate {
+        let permit = readers(&state)?;
+        return backend
+            .stream(&id, start, follow, state.shutdown.clone(), permit)
+            .await;
+    }
     let live = state
         .index
         .with(&id, |entry| entry.live.upgrade())
         .ok_or_else(|| ApiError::no_session(&id))?;
-    let permit = state.readers.clone().try_acquire_owned().map_err(|_| {
+    let permit = readers(&state)?;
+    stream::respond(path, live, start, follow, state.shutdown.clone(), permit).await
+}
+
+/// A place among the `--max-readers` stream readers.
+fn readers(state: &State) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    state.readers.clone().try_acquire_owned().map_err(|_| {
         ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too_many_readers",
@@ -448,6 +500,60 @@ async fn stream(
                 state.config.max_readers
             ),
         )
-    })?;
-    stream::respond(path, live, start, follow, state.shutdown.clone(), permit).await
+    })
+}
+
+/// A message or compaction needs an idle session: checked before `accept`, whose
+/// invocation would otherwise wait behind the running turn.
+fn refuse_unless_idle(id: &str, summary: &restate::Summary) -> Result<(), ApiError> {
+    use restate::store::Status as Stored;
+    match summary.status {
+        Stored::Waiting => Err(input_required(id, restate::pending_of(summary).as_ref())),
+        Stored::Queued | Stored::Running => Err(busy(id)),
+        Stored::Idle => Ok(()),
+    }
+}
+
+/// `POST /eve/v1/session/:id` in Restate mode.
+async fn restate_send(
+    backend: &restate::Backend,
+    id: &str,
+    request: SendBody,
+) -> Result<Response, ApiError> {
+    match (request.message, request.input_responses) {
+        (Some(message), None) => {
+            check_text("message", &message)?;
+            let summary = backend.summary(id).await?;
+            refuse_unless_idle(id, &summary)?;
+            backend
+                .accept(id, RestateJob::Turn { message }, false)
+                .await?;
+            Ok(accepted(id))
+        }
+        (None, Some(responses)) => {
+            let summary = backend.summary(id).await?;
+            let pending = match restate::pending_of(&summary) {
+                Some(pending) if summary.status == restate::store::Status::Waiting => pending,
+                _ => {
+                    return Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        "session_not_active",
+                        format!("session {id} is not waiting for an answer or an approval"),
+                    ));
+                }
+            };
+            let request_id = pending.request_id.clone();
+            let resolution = resolution(&pending, responses)?;
+            backend
+                .respond(id, &request_id, restate::Wake::Resolve { resolution })
+                .await?;
+            Ok(accepted(id))
+        }
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "send either `message` or `inputResponses`, not both",
+        )),
+        (None, None) => Err(ApiError::invalid(
+            "the body needs `message` (a new turn) or `inputResponses` (answers for a waiting turn)",
+        )),
+    }
 }

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use super::Record;
 use crate::protocol::{
     EndReason, Event, EventKind, InputRequest, Message, Meta, Parked, Resolution, Snapshot, Todo,
@@ -12,7 +14,7 @@ use crate::protocol::{
 };
 
 /// A turn as the log tells it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnSummary {
     pub turn_id: String,
     pub input: String,
@@ -23,14 +25,16 @@ pub struct TurnSummary {
 }
 
 /// A parked turn.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Waiting {
     pub turn_id: String,
     pub request: InputRequest,
 }
 
-/// Everything a session log holds.
-#[derive(Debug, Clone, Default)]
+/// Everything a session log holds. A durable engine keeps it (without `records`) as a
+/// session's state between turns, and folds each turn's records into it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Replayed {
     pub session_id: String,
     pub agent: String,
@@ -59,6 +63,7 @@ pub struct Replayed {
     /// The last `session.*` event's type: `session.completed`, `session.waiting`…
     pub status: String,
     /// The events, for replay.
+    #[serde(skip)]
     pub records: Vec<Record>,
     /// Whether a torn last line was dropped.
     pub dropped_torn_line: bool,

@@ -115,7 +115,9 @@ pub fn events(r: &Replayed) -> Vec<Event> {
 
 /// Turns records, one at a time and in log order, into the events of [`events`]: a
 /// server that writes a log builds the same stream live as a reader of the log gets.
-#[derive(Debug, Clone, Default)]
+/// A durable engine keeps it with the session's state between turns.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Projector {
     turn_id: String,
     step: u64,

@@ -3,6 +3,7 @@
 
 pub mod mcp;
 pub mod mock;
+pub mod restate;
 pub mod serve;
 
 use std::path::{Path, PathBuf};
