@@ -15,6 +15,7 @@ pub mod redact;
 pub mod request;
 pub mod retry;
 pub mod scripted;
+pub mod sse;
 pub mod stream;
 
 use std::collections::BTreeMap;

@@ -6,7 +6,6 @@ use std::fmt::Display;
 use std::pin::Pin;
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 
@@ -14,6 +13,7 @@ use super::anthropic::AnthropicDecoder;
 use super::error::ProviderError;
 use super::event::{DecodeError, StreamEvent};
 use super::openai::OpenAiDecoder;
+use super::sse::SseParser;
 
 /// What a provider yields for one model call.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
@@ -108,7 +108,10 @@ fn is_progress(event: &StreamEvent) -> bool {
 }
 
 struct State<S> {
-    sse: Pin<Box<S>>,
+    body: Pin<Box<S>>,
+    sse: SseParser,
+    /// When eve began waiting for the next event (reset by each event).
+    waiting: Option<Instant>,
     decoder: Option<WireDecoder>,
     pending: VecDeque<StreamEvent>,
     provider: String,
@@ -120,6 +123,15 @@ struct State<S> {
 }
 
 impl<S> State<S> {
+    /// Ends the stream with this error of its body.
+    fn failed(&mut self, message: String) -> ProviderError {
+        self.decoder = None;
+        ProviderError::Stream {
+            provider: self.provider.clone(),
+            message,
+        }
+    }
+
     /// The error for a wait that began at `waited_from` and ran out at `now`: the
     /// deadline that passed, the whole call's first.
     fn timed_out(&self, waited_from: Instant, now: Instant) -> ProviderError {
@@ -158,7 +170,9 @@ where
     E: Display + Send + 'static,
 {
     let state = State {
-        sse: Box::pin(body.eventsource()),
+        body: Box::pin(body),
+        sse: SseParser::default(),
+        waiting: None,
         decoder: Some(decoder),
         pending: VecDeque::new(),
         provider: provider.to_string(),
@@ -171,33 +185,42 @@ where
             if let Some(event) = st.pending.pop_front() {
                 return Some((Ok(event), st));
             }
-            let waited_from = Instant::now();
-            let deadline = (waited_from + st.limits.idle)
-                .min(st.progress + st.limits.no_progress)
-                .min(st.started + st.limits.total);
             let decoder = st.decoder.as_mut()?;
-            let next = match tokio::time::timeout_at(deadline, st.sse.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    st.decoder = None;
-                    let error = st.timed_out(waited_from, Instant::now());
-                    return Some((Err(error), st));
+            let decoded = if let Some(event) = st.sse.next_event() {
+                st.waiting = None;
+                decoder.on_event(&event.event, &event.data)
+            } else {
+                // The idle deadline is per event: a body that trickles bytes without
+                // ever finishing an event is idle all the same.
+                let waited_from = *st.waiting.get_or_insert_with(Instant::now);
+                let deadline = (waited_from + st.limits.idle)
+                    .min(st.progress + st.limits.no_progress)
+                    .min(st.started + st.limits.total);
+                let next = match tokio::time::timeout_at(deadline, st.body.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        st.decoder = None;
+                        let error = st.timed_out(waited_from, Instant::now());
+                        return Some((Err(error), st));
+                    }
+                };
+                match next {
+                    Some(Ok(chunk)) => match st.sse.push(chunk.as_ref()) {
+                        Ok(()) => continue,
+                        Err(message) => {
+                            let error = st.failed(message);
+                            return Some((Err(error), st));
+                        }
+                    },
+                    Some(Err(error)) => {
+                        let error = st.failed(error.to_string());
+                        return Some((Err(error), st));
+                    }
+                    None => match st.decoder.take() {
+                        Some(decoder) => decoder.finish(),
+                        None => return None,
+                    },
                 }
-            };
-            let decoded = match next {
-                Some(Ok(event)) => decoder.on_event(&event.event, &event.data),
-                Some(Err(error)) => {
-                    st.decoder = None;
-                    let error = ProviderError::Stream {
-                        provider: st.provider.clone(),
-                        message: error.to_string(),
-                    };
-                    return Some((Err(error), st));
-                }
-                None => match st.decoder.take() {
-                    Some(decoder) => decoder.finish(),
-                    None => return None,
-                },
             };
             match decoded {
                 Ok(events) => {
@@ -294,6 +317,24 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
             out.push(event);
         }
         out
+    }
+
+    #[tokio::test]
+    async fn a_line_that_never_ends_fails_the_stream_instead_of_filling_memory() {
+        // A hostile provider: `data: xxxx…` with no line end, a megabyte a chunk. The
+        // stream ends with the reason once the event passes its limit; the rest of the
+        // body is never read.
+        let mut chunks = vec![b"event: content_block_delta\ndata: ".to_vec()];
+        chunks.extend((0..64).map(|_| vec![b'x'; 1 << 20]));
+        let events = collect(chunks, WireDecoder::Anthropic(AnthropicDecoder::new())).await;
+        assert_eq!(
+            events.len(),
+            1,
+            "{:?}",
+            events.iter().map(|e| e.is_ok()).collect::<Vec<_>>()
+        );
+        let error = events[0].clone().unwrap_err();
+        assert!(error.contains("larger than 16 MiB"), "{error}");
     }
 
     #[tokio::test]
