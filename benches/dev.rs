@@ -48,7 +48,7 @@ fn main() {
                 .recv_timeout(Duration::from_secs(5))
                 .expect("a change notification")
             {
-                eve::dev::Input::Changed => break,
+                eve::dev::Input::Changed(_) => break,
                 _ => continue,
             }
         }

@@ -676,3 +676,34 @@ fn writing_the_manifest_follows_no_planted_link() {
             .is_symlink()
     );
 }
+
+#[test]
+fn files_a_watcher_reported_are_read_again_whatever_their_metadata_says() {
+    let tmp = big_agent(40);
+    let dir = tmp.path();
+    let cold = build(dir);
+    let entries = all_skill_entries(dir);
+    assert!(build(dir).cached);
+    let after = compiler::build_after(
+        dir,
+        &CATALOG,
+        eve::compiler::listing::Options::default(),
+        &["skills/skill-0001/SKILL.md".to_string()],
+    );
+    assert!(
+        !after.cached,
+        "a reported change is never answered from the cache"
+    );
+    assert_eq!(after.reused_skills, entries - 1, "only the reported skill");
+    assert_eq!(bytes(&after), bytes(&cold));
+    assert_eq!(diagnostics(&after), diagnostics(&cold));
+    // Reported outside `skills/`: every skill is reused, the rest is compiled again.
+    let after = compiler::build_after(
+        dir,
+        &CATALOG,
+        eve::compiler::listing::Options::default(),
+        &["agent.toml".to_string()],
+    );
+    assert!(!after.cached);
+    assert_eq!(after.reused_skills, entries);
+}
