@@ -387,7 +387,40 @@ pub struct Outcome<'a> {
 }
 
 fn path(dir: &Path) -> PathBuf {
-    dir.join(".eve").join("build-cache")
+    dir.join(".eve").join(FILE)
+}
+
+/// The file name of the cache in `.eve/`.
+const FILE: &str = "build-cache";
+
+/// Reads eve's own file `name` of the agent directory at `dir` (`.eve/<name>`: the cache,
+/// the manifest) as an untrusted file: only if `.eve` is a folder and the file a regular
+/// one of at most `limit` bytes, neither reached through a symbolic link — a link there
+/// would make eve trust a file kept outside the agent directory — and never waiting on a
+/// FIFO. `None` for anything else: the caller then builds from the files.
+pub fn read_own(dir: &Path, name: &str, limit: u64) -> Option<String> {
+    use std::io::Read as _;
+    let eve = crate::tools::beneath::open_dir(rustix::fs::CWD, &dir.join(".eve")).ok()?;
+    let file = crate::tools::beneath::open_file(&eve, name).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > limit {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > limit {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// `.eve` of `dir`, if it is a folder of the agent directory and not a link to one
+/// elsewhere: eve's state is written there only.
+fn own_dir(dir: &Path) -> Option<PathBuf> {
+    let eve = dir.join(".eve");
+    std::fs::symlink_metadata(&eve)
+        .is_ok_and(|m| m.is_dir())
+        .then_some(eve)
 }
 
 fn now_ns() -> i128 {
@@ -479,10 +512,10 @@ pub fn store(dir: &Path, seen: &Seen, identity: &str, outcome: Option<Outcome<'_
     }
     let sum = crate::text::hex(&Sha256::digest(body.as_bytes()));
     let text = format!("{}\n{sum}\n{body}", header());
-    let eve = dir.join(".eve");
-    if std::fs::create_dir_all(&eve).is_err() {
+    let _ = std::fs::create_dir_all(dir.join(".eve"));
+    let Some(eve) = own_dir(dir) else {
         return;
-    }
+    };
     // A new file of a name nobody could plant a link at, then renamed over the cache.
     let Ok(mut tmp) = tempfile::Builder::new()
         .prefix(".build-cache.")
@@ -619,7 +652,7 @@ fn parse(text: &str) -> Option<Parsed<'_>> {
 /// whatever their metadata says: the units holding them are compiled again, and the
 /// build is never a hit.
 pub fn check(dir: &Path, identity: &str, touched: &[String]) -> Verdict {
-    let Ok((text, _)) = crate::textfile::read_text_within(&path(dir), MAX_CACHE_BYTES) else {
+    let Some(text) = read_own(dir, FILE, MAX_CACHE_BYTES) else {
         return Verdict::default();
     };
     let Some(parsed) = parse(&text).filter(|p| p.identity == identity) else {
@@ -643,7 +676,11 @@ pub fn check(dir: &Path, identity: &str, touched: &[String]) -> Verdict {
     let mut reuse = HashMap::with_capacity(parsed.units.len());
     let mut all_units = true;
     for unit in &parsed.units {
-        if fresh[unit.entries.clone()].iter().all(|f| *f) && !touches(unit.key) {
+        // A unit always looked at its own entry: one with no paths is not ours.
+        if !unit.entries.is_empty()
+            && fresh[unit.entries.clone()].iter().all(|f| *f)
+            && !touches(unit.key)
+        {
             reuse.insert(
                 unit.key.to_string(),
                 Unit {
@@ -832,6 +869,91 @@ mod tests {
         .unwrap();
         let verdict = check(tmp.path(), "a", &[]);
         assert!(verdict.hit.is_none() && verdict.reuse.is_empty());
+    }
+
+    /// A cache of one unit and one path of the build's own, stored in `dir`.
+    fn stored(dir: &Path) -> String {
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        old(&a);
+        old(&b);
+        let seen = Arc::new(Seen::default());
+        recording(&seen, || {
+            is_file(&a);
+            unit("skills/b", || is_file(&b), |_| Some("payload".to_string()));
+        });
+        store(dir, &seen, "a", outcome(&Diagnostics::default()));
+        let verdict = check(dir, "a", &[]);
+        assert!(verdict.hit.is_some() && verdict.reuse.len() == 1);
+        std::fs::read_to_string(path(dir)).unwrap()
+    }
+
+    #[test]
+    fn a_truncated_cache_is_no_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = stored(tmp.path());
+        for cut in 0..text.len() {
+            std::fs::write(path(tmp.path()), &text.as_bytes()[..cut]).unwrap();
+            let verdict = check(tmp.path(), "a", &[]);
+            assert!(
+                verdict.hit.is_none() && verdict.reuse.is_empty(),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_unit_without_paths_is_never_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = stored(tmp.path());
+        // Its path records cut off, under a checksum that holds.
+        let (head, rest) = text.split_once('\n').unwrap();
+        let (_, body) = rest.split_once('\n').unwrap();
+        let body = format!("{}\n", &body[..body.find("\np payload\n").unwrap() + 10]);
+        let sum = crate::text::hex(&Sha256::digest(body.as_bytes()));
+        std::fs::write(path(tmp.path()), format!("{head}\n{sum}\n{body}")).unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(verdict.reuse.is_empty(), "{body}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_cache_reached_through_a_link_is_neither_read_nor_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let text = stored(tmp.path());
+        // `.eve/build-cache` a link to a cache kept elsewhere.
+        let elsewhere = outside.path().join("cache");
+        std::fs::write(&elsewhere, &text).unwrap();
+        std::fs::remove_file(path(tmp.path())).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path(tmp.path())).unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(verdict.hit.is_none() && verdict.reuse.is_empty());
+        store(tmp.path(), &Seen::default(), "a", None);
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), text);
+        assert!(
+            !std::fs::symlink_metadata(path(tmp.path()))
+                .unwrap()
+                .is_symlink()
+        );
+
+        // `.eve` itself a link to a folder elsewhere holding a good cache.
+        let eve = tmp.path().join(".eve");
+        std::fs::remove_dir_all(&eve).unwrap();
+        let state = outside.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::write(state.join(FILE), &text).unwrap();
+        std::os::unix::fs::symlink(&state, &eve).unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(verdict.hit.is_none() && verdict.reuse.is_empty());
+        store(tmp.path(), &Seen::default(), "a", None);
+        assert_eq!(std::fs::read_to_string(state.join(FILE)).unwrap(), text);
+        assert_eq!(
+            std::fs::read_dir(&state).unwrap().count(),
+            1,
+            "nothing written there"
+        );
     }
 
     #[cfg(unix)]

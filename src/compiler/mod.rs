@@ -487,10 +487,9 @@ pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<bool> {
 const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads a manifest written by [`write_manifest`]; `None` if absent, not a regular
-/// file, or from another eve.
+/// file, reached through a link (see [`cache::read_own`]), or from another eve.
 pub fn read_manifest(dir: &Path) -> Option<Manifest> {
-    let (text, _) =
-        crate::textfile::read_text_within(&manifest_path(dir), MAX_MANIFEST_BYTES).ok()?;
+    let text = cache::read_own(dir, "manifest.json", MAX_MANIFEST_BYTES)?;
     serde_json::from_str::<Manifest>(&text)
         .ok()
         .filter(|m| m.schema_version == SCHEMA_VERSION)
