@@ -707,3 +707,215 @@ fn files_a_watcher_reported_are_read_again_whatever_their_metadata_says() {
     assert!(!after.cached);
     assert_eq!(after.reused_skills, entries);
 }
+
+#[test]
+fn one_build_after_an_edit_an_addition_a_removal_and_a_rename_gives_the_cold_bytes() {
+    let tmp = big_agent(80);
+    let dir = tmp.path();
+    build(dir);
+    let entries = all_skill_entries(dir);
+    append(
+        &dir.join("skills/skill-0005/SKILL.md"),
+        "\nOne more step.\n",
+    );
+    std::fs::write(
+        dir.join("skills/added.md"),
+        "---\ndescription: Added since.\n---\nNew.\n",
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join("skills/flat-0003.md")).unwrap();
+    std::fs::rename(dir.join("skills/skill-0009"), dir.join("skills/renamed")).unwrap();
+    age(dir);
+    let partial = build(dir);
+    assert_like_cold(dir, &partial, "four changes at once");
+    // The edited one and the renamed one are read again, the removed one is gone.
+    assert_eq!(partial.reused_skills, entries - 3);
+    assert_eq!(
+        std::fs::read(dir.join(".eve/manifest.json")).unwrap(),
+        bytes(&compiler::compile(dir, &CATALOG)),
+        "what is on disk is what a cold build writes"
+    );
+    let names: Vec<String> = skills(&partial).into_iter().map(|(n, _)| n).collect();
+    assert!(names.contains(&"added".to_string()), "{names:?}");
+    assert!(!names.contains(&"flat-0003".to_string()), "{names:?}");
+    assert!(build(dir).cached);
+}
+
+#[test]
+fn a_truncated_cache_only_costs_a_full_build() {
+    let tmp = big_agent(40);
+    let dir = tmp.path();
+    let cold = build(dir);
+    let cache = dir.join(".eve/build-cache");
+    let text = std::fs::read(&cache).unwrap();
+    append(&dir.join("skills/skill-0001/SKILL.md"), "\nMore.\n");
+    age(dir);
+    let mut cuts = vec![0, 1, 20, text.len() / 3, text.len() / 2, text.len() - 1];
+    // Cut at a line break, the way a half-copied file ends.
+    cuts.push(
+        text[..text.len() / 2]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .unwrap()
+            + 1,
+    );
+    for cut in cuts {
+        std::fs::write(&cache, &text[..cut]).unwrap();
+        let after = build(dir);
+        assert_like_cold(dir, &after, &format!("cut at {cut}"));
+        assert_eq!(
+            after.reused_skills, 0,
+            "cut at {cut}: nothing of it is used"
+        );
+    }
+    std::fs::write(&cache, [0xff, 0xfe, 0x00, b'\n']).unwrap();
+    assert_like_cold(dir, &build(dir), "not UTF-8");
+    assert!(cold.manifest.is_some());
+}
+
+/// Puts a forged description in the cached unit of `skills/skill-0005` of `dir` (the
+/// checksum made to hold), and edits `agent.toml`, so that the next build reuses units.
+fn forge_skill(dir: &Path) {
+    forge_cache(dir, |body| {
+        body.replace("Does task 5.", "Forged by someone.")
+    });
+    append(&dir.join("agent.toml"), "\n# edited\n");
+    age(dir);
+}
+
+fn assert_not_forged(dir: &Path, build: &Build, what: &str) {
+    assert_like_cold(dir, build, what);
+    assert!(
+        !skills(build)
+            .iter()
+            .any(|(_, d)| d.contains("Forged by someone")),
+        "{what}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_cache_or_manifest_kept_outside_the_agent_directory_is_not_trusted() {
+    use std::os::unix::fs::symlink;
+    let outside = tempfile::tempdir().unwrap();
+    let tmp = big_agent(20);
+    let dir = tmp.path();
+    build(dir);
+    // `.eve/build-cache` a link to a (forged) cache elsewhere.
+    let elsewhere = outside.path().join("cache");
+    std::fs::rename(dir.join(".eve/build-cache"), &elsewhere).unwrap();
+    symlink(&elsewhere, dir.join(".eve/build-cache")).unwrap();
+    forge_skill(dir);
+    let forged = std::fs::read(&elsewhere).unwrap();
+    let after = build(dir);
+    assert_not_forged(dir, &after, "a linked cache");
+    assert_eq!(after.reused_skills, 0);
+    assert_eq!(
+        std::fs::read(&elsewhere).unwrap(),
+        forged,
+        "not written through"
+    );
+    assert!(
+        !std::fs::symlink_metadata(dir.join(".eve/build-cache"))
+            .unwrap()
+            .is_symlink()
+    );
+
+    // `.eve/manifest.json` a link to a manifest elsewhere that says something else.
+    assert!(build(dir).cached);
+    let manifest = outside.path().join("manifest.json");
+    let text = std::fs::read_to_string(dir.join(".eve/manifest.json")).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("Does task 5.", "Forged by someone."),
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join(".eve/manifest.json")).unwrap();
+    symlink(&manifest, dir.join(".eve/manifest.json")).unwrap();
+    let after = build(dir);
+    assert!(!after.cached, "a linked manifest is no answer");
+    assert_not_forged(dir, &after, "a linked manifest");
+
+    // `.eve` itself a link to a folder elsewhere holding a (forged) cache.
+    let state = outside.path().join("state");
+    std::fs::rename(dir.join(".eve"), &state).unwrap();
+    symlink(&state, dir.join(".eve")).unwrap();
+    forge_skill(dir);
+    let forged = std::fs::read(state.join("build-cache")).unwrap();
+    let after = build(dir);
+    assert_not_forged(dir, &after, "a linked .eve");
+    assert_eq!(after.reused_skills, 0);
+    assert_eq!(std::fs::read(state.join("build-cache")).unwrap(), forged);
+}
+
+#[test]
+fn an_eve_dev_reload_gives_what_a_fresh_build_gives() {
+    use std::io::{Read as _, Write as _};
+    let tmp = big_agent(40);
+    let dir = tmp.path();
+    std::fs::write(dir.join("replies.yaml"), "- text: hi\n").unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("eve"))
+        .args(["dev", dir.to_str().unwrap()])
+        .args(["--model", "scripted:replies.yaml", "--debounce", "50"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("EVE_MODEL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = stderr.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            sink.lock().unwrap().push_str(&text);
+        }
+    });
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let start = std::time::Instant::now();
+        while !done() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "timed out waiting for {what}:\n{}",
+                stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait("the start", &|| stderr.lock().unwrap().contains("eve dev:"));
+
+    append(
+        &dir.join("skills/skill-0005/SKILL.md"),
+        "\nOne more step.\n",
+    );
+    std::fs::write(
+        dir.join("skills/added.md"),
+        "---\ndescription: Added since.\n---\nNew.\n",
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join("skills/flat-0003.md")).unwrap();
+    std::fs::rename(dir.join("skills/skill-0009"), dir.join("skills/renamed")).unwrap();
+    let fresh = bytes(&compiler::compile(dir, &CATALOG));
+    wait("a reload to the fresh build's manifest", &|| {
+        std::fs::read(dir.join(".eve/manifest.json")).is_ok_and(|m| m == fresh)
+    });
+    assert!(
+        stderr.lock().unwrap().contains("↻ reloaded:"),
+        "{}",
+        stderr.lock().unwrap()
+    );
+    writeln!(stdin, "/quit").unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    // And what the reload left in the cache is what the next build starts from.
+    let next = build(dir);
+    assert_eq!(bytes(&next), fresh);
+}

@@ -441,6 +441,9 @@ impl Loader {
         cache::unit(
             &key,
             || {
+                // The entry itself, whatever it turns out to be: a unit never records
+                // nothing (see `cache::check`).
+                cache::exists(&self.root.join(&rel));
                 let mut part = Loader {
                     root: self.root.clone(),
                     prefix: self.prefix.clone(),
