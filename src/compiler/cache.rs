@@ -400,7 +400,7 @@ const FILE: &str = "build-cache";
 /// FIFO. `None` for anything else: the caller then builds from the files.
 pub fn read_own(dir: &Path, name: &str, limit: u64) -> Option<String> {
     use std::io::Read as _;
-    let eve = crate::tools::beneath::open_dir(rustix::fs::CWD, &dir.join(".eve")).ok()?;
+    let eve = crate::tools::beneath::open_dir(rustix::fs::CWD, dir.join(".eve")).ok()?;
     let file = crate::tools::beneath::open_file(&eve, name).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.len() > limit {
