@@ -6,7 +6,9 @@
 //! manifest; medians, with the peak memory of the processes.
 //!
 //! Run with `cargo bench --bench build`. `cargo bench --bench build -- --generate DIR`
-//! only writes the 1,000-skill library to DIR and says how large it is.
+//! only writes the 1,000-skill library to DIR and says how large it is; `-- --smoke`
+//! takes every measurement of the library once, on 50 skills, to check that the
+//! benchmark works (its figures mean nothing).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -20,7 +22,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--generate") {
         let dir = Path::new(args.get(at + 1).expect("--generate DIR"));
-        let (files, bytes) = generate_library(dir);
+        let (files, bytes) = generate_library(dir, LIBRARY_SKILLS);
         println!(
             "wrote {} skills, {files} files, {:.1} MB to {}",
             LIBRARY_SKILLS,
@@ -32,8 +34,13 @@ fn main() {
     let tmp = std::env::temp_dir().join(format!("eve-bench-{}", std::process::id()));
     let big = tmp.join("big");
     let small = tmp.join("small");
-    generate_big(&big);
     generate_small(&small);
+    if args.iter().any(|a| a == "--smoke") {
+        library(&tmp, &small, 50, 1);
+        let _ = std::fs::remove_dir_all(&tmp);
+        return;
+    }
+    generate_big(&big);
 
     println!("eve build (the release binary, process start included), median of 15 runs:");
     report("big agent, cold", &big, true);
@@ -70,7 +77,7 @@ fn main() {
         median(times).as_secs_f64() * 1000.0
     );
 
-    library(&tmp, &small);
+    library(&tmp, &small, LIBRARY_SKILLS, 11);
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
@@ -145,11 +152,10 @@ fn settle() {
     std::thread::sleep(Duration::from_millis(1100));
 }
 
-/// The figures of issue 19 on the 1,000-skill library.
-fn library(tmp: &Path, small: &Path) {
-    const ROUNDS: usize = 11;
+/// The figures of issue 19 on a library of `skills` skills, medians of `rounds` runs.
+fn library(tmp: &Path, small: &Path, skills: usize, rounds: usize) {
     let dir = tmp.join("library");
-    let (files, bytes) = generate_library(&dir);
+    let (files, bytes) = generate_library(&dir, skills);
     let replies = tmp.join("replies.yaml");
     std::fs::write(&replies, "- text: Done.\n").unwrap();
     let example = tmp.join("example-agent");
@@ -158,11 +164,11 @@ fn library(tmp: &Path, small: &Path) {
         &example,
     );
     println!(
-        "\n{LIBRARY_SKILLS}-skill library ({files} files, {:.1} MB), median of {ROUNDS} runs:",
+        "\n{skills}-skill library ({files} files, {:.1} MB), median of {rounds} runs:",
         bytes as f64 / 1e6
     );
     settle();
-    let cold = (0..ROUNDS)
+    let cold = (0..rounds)
         .map(|_| {
             let _ = std::fs::remove_dir_all(dir.join(".eve"));
             sample(&mut eve_build(&dir))
@@ -171,11 +177,11 @@ fn library(tmp: &Path, small: &Path) {
     print_samples("eve build, cold (no .eve/)", cold);
     settle();
     sample(&mut eve_build(&dir));
-    let unchanged = (0..ROUNDS).map(|_| sample(&mut eve_build(&dir))).collect();
+    let unchanged = (0..rounds).map(|_| sample(&mut eve_build(&dir))).collect();
     print_samples("eve build, unchanged", unchanged);
 
-    let edited = dir.join("skills/skill-0500/SKILL.md");
-    let edits = (0..ROUNDS)
+    let edited = dir.join(format!("skills/skill-{:04}/SKILL.md", skills / 2));
+    let edits = (0..rounds)
         .map(|round| {
             append(&edited, &format!("\nStep {round} added since.\n"));
             sample(&mut eve_build(&dir))
@@ -194,13 +200,13 @@ fn library(tmp: &Path, small: &Path) {
         sample(&mut eve_run(agent, &replies));
         settle();
         sample(&mut eve_run(agent, &replies));
-        let runs = (0..ROUNDS)
+        let runs = (0..rounds)
             .map(|_| sample(&mut eve_run(agent, &replies)))
             .collect();
         print_samples(name, runs);
     }
 
-    dev_reload(&dir, &edited, ROUNDS);
+    dev_reload(&dir, &edited, rounds);
 }
 
 /// `eve dev`'s reload, in process as `eve dev` does it: from a save of one SKILL.md to
@@ -288,11 +294,11 @@ fn filler(what: &str, len: usize) -> String {
     text
 }
 
-/// A library the way public skill collections are: `LIBRARY_SKILLS` packaged skills,
+/// A library the way public skill collections are: `skills` packaged skills,
 /// each a SKILL.md of about 4 KB linking its references, with 7 or 8 resource files of
 /// about 12 KB (one skill in ten also ships a 100 KB asset). Returns the number of files
 /// and their bytes.
-fn generate_library(dir: &Path) -> (usize, u64) {
+fn generate_library(dir: &Path, skills: usize) -> (usize, u64) {
     let mut files = 0;
     let mut bytes = 0u64;
     let mut put = |rel: &str, text: &str| {
@@ -305,11 +311,11 @@ fn generate_library(dir: &Path) -> (usize, u64) {
         "instructions.md",
         "You are {{ agent.name }}. Use the skill that fits the task.\n",
     );
-    for n in 0..LIBRARY_SKILLS {
+    for n in 0..skills {
         let skill = format!("skills/skill-{n:04}");
         let resources = 7 + n % 2;
         let mut body = format!(
-            "---\nname: skill-{n:04}\ndescription: Use when the task is of kind {n}: the steps, checks and references for it.\nlicense: MIT\n---\n# Skill {n}\n\nRead [the guide](references/guide.md) first, then [the API notes](references/api-1.md).\nRun `scripts/check.py` before you finish.\n\n"
+            "---\nname: skill-{n:04}\ndescription: Use when the task is of kind {n}, for the steps, checks and references of it.\nlicense: MIT\n---\n# Skill {n}\n\nRead [the guide](references/guide.md) first, then [the API notes](references/api-1.md).\nRun `scripts/check.py` before you finish.\n\n"
         );
         body.push_str(&filler(&format!("skill {n}"), 4000));
         put(&format!("{skill}/SKILL.md"), &body);
