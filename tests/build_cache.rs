@@ -919,3 +919,22 @@ fn an_eve_dev_reload_gives_what_a_fresh_build_gives() {
     let next = build(dir);
     assert_eq!(bytes(&next), fresh);
 }
+
+#[test]
+fn refresh_builds_from_every_file_again() {
+    let tmp = big_agent(20);
+    let dir = tmp.path();
+    let cold = build(dir);
+    assert!(build(dir).cached);
+    let refresh = eve::compiler::listing::Options {
+        lister: None,
+        refresh: true,
+    };
+    let full = compiler::build(dir, &CATALOG, refresh);
+    assert!(!full.cached);
+    assert_eq!(full.reused_skills, 0, "no skill from the cache");
+    assert_eq!(bytes(&full), bytes(&cold));
+    assert_eq!(diagnostics(&full), diagnostics(&cold));
+    // What it saw is recorded: the next build is a hit again.
+    assert!(build(dir).cached);
+}

@@ -115,7 +115,8 @@ pub fn compile_with(dir: &Path, catalog: &Catalog, options: listing::Options<'_>
 /// input. When something changed, the entries of `skills/` none of whose files changed
 /// come from the cache and only the rest is read and compiled again. A build records
 /// what it looks at for the next one. The manifest is written by the caller
-/// ([`write_manifest`]), except on a cache hit.
+/// ([`write_manifest`]), except on a cache hit. With `options.refresh` nothing comes
+/// from the cache: a full build, recorded for the next one.
 pub fn build(dir: &Path, catalog: &Catalog, options: listing::Options<'_>) -> Build {
     build_after(dir, catalog, options, &[])
 }
@@ -134,9 +135,13 @@ pub fn build_after(
     touched: &[String],
 ) -> Build {
     let identity = identity(dir);
-    let verdict = cache::check(dir, &identity, touched);
-    if !options.refresh
-        && let Some(hit) = verdict.hit
+    // `--refresh` trusts no cache: every file is read and every server listed again.
+    let verdict = if options.refresh {
+        cache::Verdict::default()
+    } else {
+        cache::check(dir, &identity, touched)
+    };
+    if let Some(hit) = verdict.hit
         && let Some(manifest) = read_manifest(dir).filter(|m| m.inputs_hash == hit.inputs_hash)
     {
         return Build {
