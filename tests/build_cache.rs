@@ -697,6 +697,19 @@ fn files_a_watcher_reported_are_read_again_whatever_their_metadata_says() {
     assert_eq!(after.reused_skills, entries - 1, "only the reported skill");
     assert_eq!(bytes(&after), bytes(&cold));
     assert_eq!(diagnostics(&after), diagnostics(&cold));
+    // In a subagent's `skills/`: the paths are the top-level directory's.
+    let after = compiler::build_after(
+        dir,
+        &CATALOG,
+        eve::compiler::listing::Options::default(),
+        &["subagents/helper/skills/s-03/SKILL.md".to_string()],
+    );
+    assert_eq!(
+        after.reused_skills,
+        entries - 1,
+        "only the subagent's skill"
+    );
+    assert_eq!(bytes(&after), bytes(&cold));
     // Reported outside `skills/`: every skill is reused, the rest is compiled again.
     let after = compiler::build_after(
         dir,
