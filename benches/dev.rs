@@ -1,5 +1,5 @@
 //! `eve dev`'s reload latency: from saving a file in the agent directory to the new
-//! manifest being ready (watcher, debounce, rebuild and diff), with the default 50 ms
+//! manifest written (watcher, debounce, rebuild, diff and write), with the default 50 ms
 //! debounce, on the example agent. Run with `cargo bench --bench dev`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -43,18 +43,22 @@ fn main() {
             format!("description = \"Round {round}\"\ncommand = [\"true\"]\n[input_schema]\ntype = \"object\"\n"),
         )
         .unwrap();
-        loop {
+        let paths = loop {
             match rx
                 .recv_timeout(Duration::from_secs(5))
                 .expect("a change notification")
             {
-                eve::dev::Input::Changed => break,
+                eve::dev::Input::Changed(paths) => break paths,
                 _ => continue,
             }
-        }
-        let build = eve::compiler::compile(&dir, &eve::tools::builtin::CATALOG);
+        };
+        // What `eve dev` does with a change: the cached build of what the watcher saw.
+        let build = eve::connections::build_after(&dir, false, &paths);
         match eve::dev::reload::decide(&active, build) {
-            eve::dev::reload::Reload::Apply { manifest, .. } => active = *manifest,
+            eve::dev::reload::Reload::Apply { manifest, .. } => {
+                eve::compiler::write_manifest(&dir, &manifest).unwrap();
+                active = *manifest;
+            }
             other => panic!("expected a reload, got {other:?}"),
         }
         times.push(start.elapsed());

@@ -347,7 +347,7 @@ pub struct BuildArgs {
     /// How to print diagnostics
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-    /// List every connection's tools again, even when a cached listing is valid
+    /// Build from every file again (the build cache unused) and list every connection's tools again
     #[arg(long)]
     pub refresh: bool,
 }

@@ -18,6 +18,12 @@ pub fn read_text(path: &Path) -> Result<String, String> {
 
 /// [`read_text`], with the metadata of the file that was read (taken from the open file).
 pub fn read_text_meta(path: &Path) -> Result<(String, fs::Metadata), String> {
+    read_text_within(path, MAX_FILE_BYTES)
+}
+
+/// [`read_text_meta`] with another size limit (for eve's own files, such as the build
+/// cache, which are checked like any input: they sit in a folder someone else may fill).
+pub fn read_text_within(path: &Path, limit: u64) -> Result<(String, fs::Metadata), String> {
     let describe = |e: std::io::Error| match e.raw_os_error() {
         Some(libc::ELOOP) => "symbolic link loop".to_string(),
         _ => format!("cannot read: {e}"),
@@ -29,11 +35,10 @@ pub fn read_text_meta(path: &Path) -> Result<(String, fs::Metadata), String> {
     if !meta.is_file() {
         return Err(format!("expected a regular file, found {}", special(&meta)));
     }
-    if meta.len() > MAX_FILE_BYTES {
+    if meta.len() > limit {
         return Err(format!(
-            "file is too large ({} bytes; the limit is {} bytes)",
+            "file is too large ({} bytes; the limit is {limit} bytes)",
             meta.len(),
-            MAX_FILE_BYTES
         ));
     }
     let file = open_nonblocking(path).map_err(describe)?;
@@ -46,11 +51,11 @@ pub fn read_text_meta(path: &Path) -> Result<(String, fs::Metadata), String> {
         ));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_FILE_BYTES + 1)
+    file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(describe)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("file is too large (over {MAX_FILE_BYTES} bytes)"));
+    if bytes.len() as u64 > limit {
+        return Err(format!("file is too large (over {limit} bytes)"));
     }
     String::from_utf8(bytes)
         .map(|text| (text, opened))

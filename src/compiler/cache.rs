@@ -1,18 +1,28 @@
 //! The build cache (`.eve/build-cache`): what the last build looked at — every file it
 //! read, every folder it listed, every path it checked — with each one's size,
-//! modification time (ns) and inode, the way git's index and ninja decide that nothing
-//! changed. When nothing did, the manifest on disk and the diagnostics of that build are
-//! the answer and no input is read again.
+//! modification and change times (ns) and inode, the way git's index and ninja decide
+//! that nothing changed. When nothing did, the manifest on disk and the diagnostics of
+//! that build are the answer and no input is read again.
+//!
+//! Each entry of `skills/` is a *unit*: the paths its loading and checking looked at are
+//! kept apart from the rest, with what it compiled to (an opaque payload the skills
+//! module writes and reads). When something changed, the next build reads and compiles
+//! again everything but the units none of whose paths changed: those come back from
+//! here. The rest of an agent (`agent.toml`, instructions, tools, connections, evals) is
+//! a few files and is always compiled again, from its files.
 //!
 //! The cache is only a cache: a missing, damaged or foreign one (another eve version, a
-//! bad checksum) costs a full build, never a wrong manifest. An entry modified too close
-//! to the cache's own writing ("racily clean": a later edit in the same timestamp tick
-//! would not show) makes the build a full one as well.
+//! bad checksum, another agent directory) costs a full build, never a wrong manifest. An
+//! entry modified too close to the start of the build that recorded it ("racily clean":
+//! a later edit in the same timestamp tick would not show) is never trusted.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::diagnostic::{Diagnostic, Diagnostics, Severity};
@@ -20,18 +30,25 @@ use super::diagnostic::{Diagnostic, Diagnostics, Severity};
 /// The first word of the file; with the version, anything else is not a cache of ours.
 const MAGIC: &str = "eve-build-cache";
 /// Bumped whenever the file's meaning changes.
-const FORMAT: u32 = 1;
-/// Entries modified less than this before the cache was written are not trusted.
+const FORMAT: u32 = 2;
+/// Entries modified less than this before their build started are not trusted.
 const RACY_NS: i128 = 1_000_000_000;
+/// A cache larger than this is not read (a 1,000-skill agent's is about 1.5 MB).
+const MAX_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+/// Below this many paths, checking them on one thread is faster than sharing the work.
+const PARALLEL_FROM: usize = 512;
 
 /// What identifies a file's contents without reading them. `None` in a record: the path
 /// did not exist (or could not be looked at).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     pub dir: bool,
     pub size: u64,
     /// Modification time in nanoseconds since the epoch.
     pub mtime_ns: i128,
+    /// Status change time: a `chmod`, a rename, or a `touch -d` that puts the
+    /// modification time back all move it, and no program can set it.
+    pub ctime_ns: i128,
     pub ino: u64,
 }
 
@@ -45,6 +62,7 @@ impl Fingerprint {
                 dir: meta.is_dir(),
                 size: meta.len(),
                 mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+                ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
                 ino: meta.ino(),
             }
         }
@@ -59,6 +77,7 @@ impl Fingerprint {
                 dir: meta.is_dir(),
                 size: meta.len(),
                 mtime_ns,
+                ctime_ns: mtime_ns,
                 ino: 0,
             }
         }
@@ -68,24 +87,96 @@ impl Fingerprint {
     pub fn now(path: &Path) -> Option<Fingerprint> {
         std::fs::metadata(path).ok().map(|m| Fingerprint::of(&m))
     }
+
+    /// Whether a change in the same timestamp tick as the build that saw this could
+    /// have gone unnoticed. Like git's index, by the modification time: the change time
+    /// is compared, but it moves with every `chmod` and `touch`, and cannot be set back
+    /// to make a file look old.
+    fn racy(&self, started: i128) -> bool {
+        self.mtime_ns + RACY_NS >= started
+    }
+}
+
+/// A path as a build saw it.
+type Record = (PathBuf, Option<Fingerprint>);
+
+/// A unit of a build (one entry of `skills/`): the paths it looked at and what it
+/// compiled to, in the skills module's words.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    key: String,
+    payload: String,
+    paths: Vec<Record>,
+}
+
+/// The units of the last build none of whose paths changed since.
+#[derive(Debug, Default)]
+pub struct Reuse(HashMap<String, Unit>);
+
+impl Reuse {
+    /// How many units there are to reuse.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is nothing to reuse.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Everything a build looked at, in the order it looked (internally locked: the loaders
-/// of an agent and its subagents and the checks of the compiler share it).
-#[derive(Debug, Default)]
+/// of an agent and its subagents, the workers that load skills side by side, and the
+/// checks of the compiler share it), and the units it kept.
+#[derive(Debug)]
 pub struct Seen {
-    paths: Mutex<Vec<(PathBuf, Option<Fingerprint>)>>,
+    /// When the build started: an entry is trusted only if it was last changed safely
+    /// before (see [`RACY_NS`]).
+    started: i128,
+    paths: Mutex<Vec<Record>>,
+    units: Mutex<Vec<Unit>>,
+    /// The last build's units that may be reused.
+    reuse: Reuse,
+    /// How many units came from `reuse`.
+    reused: std::sync::atomic::AtomicUsize,
+    /// This records one unit: a unit inside it is part of it.
+    in_unit: bool,
     /// Set when the build used something the files do not decide (a connection whose
-    /// tools could not be listed): such a build is not kept, so the next one tries again.
-    unsettled: std::sync::atomic::AtomicBool,
+    /// tools could not be listed): such a build is not a cache hit next time, so the
+    /// next one tries again.
+    unsettled: AtomicBool,
+}
+
+impl Default for Seen {
+    fn default() -> Seen {
+        Seen::reusing(Reuse::default())
+    }
 }
 
 impl Seen {
+    /// A recorder for a build that may take units from `reuse`.
+    pub fn reusing(reuse: Reuse) -> Seen {
+        Seen {
+            started: now_ns(),
+            paths: Mutex::new(Vec::new()),
+            units: Mutex::new(Vec::new()),
+            reuse,
+            reused: std::sync::atomic::AtomicUsize::new(0),
+            in_unit: false,
+            unsettled: AtomicBool::new(false),
+        }
+    }
+
+    /// How many units this build took from the last one.
+    pub fn reused(&self) -> usize {
+        self.reused.load(Ordering::Relaxed)
+    }
+
     fn note(&self, path: &Path, fingerprint: Option<Fingerprint>) {
         crate::sync::lock(&self.paths).push((path.to_path_buf(), fingerprint));
     }
 
-    fn take(&self) -> Vec<(PathBuf, Option<Fingerprint>)> {
+    fn take(&self) -> Vec<Record> {
         std::mem::take(&mut *crate::sync::lock(&self.paths))
     }
 }
@@ -96,7 +187,7 @@ thread_local! {
 }
 
 /// Runs `f` with every query of this module recorded in `seen` (on this thread; a worker
-/// thread of the build enters the same scope).
+/// thread of the build enters the same scope with [`within`]).
 pub fn recording<T>(seen: &Arc<Seen>, f: impl FnOnce() -> T) -> T {
     struct Restore(Option<Arc<Seen>>);
     impl Drop for Restore {
@@ -115,6 +206,14 @@ pub fn current() -> Option<Arc<Seen>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// Runs `f` in the scope `seen` came from (see [`current`]), or in none.
+pub fn within<T>(seen: Option<&Arc<Seen>>, f: impl FnOnce() -> T) -> T {
+    match seen {
+        Some(seen) => recording(seen, f),
+        None => f(),
+    }
+}
+
 /// Records `path` as it is now.
 pub fn note(path: &Path, fingerprint: Option<Fingerprint>) {
     CURRENT.with(|c| {
@@ -128,10 +227,45 @@ pub fn note(path: &Path, fingerprint: Option<Fingerprint>) {
 pub fn unsettled() {
     CURRENT.with(|c| {
         if let Some(seen) = &*c.borrow() {
-            seen.unsettled
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            seen.unsettled.store(true, Ordering::Relaxed);
         }
     });
+}
+
+/// Runs `f`, one unit of the build named `key`, with what it looks at recorded apart;
+/// `payload` says what to keep of its result (`None`: nothing, it runs again next time).
+pub fn unit<T>(key: &str, f: impl FnOnce() -> T, payload: impl FnOnce(&T) -> Option<String>) -> T {
+    let Some(parent) = current().filter(|s| !s.in_unit) else {
+        return f();
+    };
+    let child = Arc::new(Seen {
+        in_unit: true,
+        started: parent.started,
+        ..Seen::default()
+    });
+    let value = recording(&child, f);
+    if child.unsettled.load(Ordering::Relaxed) {
+        parent.unsettled.store(true, Ordering::Relaxed);
+    }
+    if let Some(payload) = payload(&value) {
+        crate::sync::lock(&parent.units).push(Unit {
+            key: key.to_string(),
+            payload,
+            paths: child.take(),
+        });
+    }
+    value
+}
+
+/// The unit `key` of the last build, if none of its paths changed since and `decode`
+/// can read its payload; it is then kept for the next build as it was.
+pub fn reuse<T>(key: &str, decode: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+    let seen = current().filter(|s| !s.in_unit)?;
+    let unit = seen.reuse.0.get(key)?;
+    let value = decode(&unit.payload)?;
+    crate::sync::lock(&seen.units).push(unit.clone());
+    seen.reused.fetch_add(1, Ordering::Relaxed);
+    Some(value)
 }
 
 /// Records `path` from metadata already read.
@@ -168,7 +302,7 @@ pub fn canonicalize(path: &Path) -> std::io::Result<PathBuf> {
 
 /// A diagnostic as the cache keeps it (codes are looked up again on the way back).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct Kept {
+pub struct KeptDiagnostic {
     error: bool,
     code: String,
     message: String,
@@ -184,9 +318,10 @@ struct Kept {
     omitted: usize,
 }
 
-impl Kept {
-    fn of(d: &Diagnostic) -> Kept {
-        Kept {
+impl KeptDiagnostic {
+    /// `d`, to be kept.
+    pub fn of(d: &Diagnostic) -> KeptDiagnostic {
+        KeptDiagnostic {
             error: d.severity == Severity::Error,
             code: d.code.to_string(),
             message: d.message.clone(),
@@ -203,7 +338,8 @@ impl Kept {
         }
     }
 
-    fn back(self) -> Option<Diagnostic> {
+    /// The diagnostic again; `None` for a code this eve does not know.
+    pub fn back(self) -> Option<Diagnostic> {
         let code = super::diagnostic::code::intern(&self.code)?;
         let mut d = if self.error {
             Diagnostic::error(code, self.message)
@@ -233,8 +369,58 @@ pub struct Hit {
     pub eval_cases: usize,
 }
 
+/// What the last build can do for this one.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    /// Nothing changed: that build is the answer (if its manifest is still on disk).
+    pub hit: Option<Hit>,
+    /// Its units none of whose paths changed.
+    pub reuse: Reuse,
+}
+
+/// What a finished build produced, for the cache to answer with next time.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome<'a> {
+    pub inputs_hash: &'a str,
+    pub diagnostics: &'a Diagnostics,
+    pub eval_cases: usize,
+}
+
 fn path(dir: &Path) -> PathBuf {
-    dir.join(".eve").join("build-cache")
+    dir.join(".eve").join(FILE)
+}
+
+/// The file name of the cache in `.eve/`.
+const FILE: &str = "build-cache";
+
+/// Reads eve's own file `name` of the agent directory at `dir` (`.eve/<name>`: the cache,
+/// the manifest) as an untrusted file: only if `.eve` is a folder and the file a regular
+/// one of at most `limit` bytes, neither reached through a symbolic link — a link there
+/// would make eve trust a file kept outside the agent directory — and never waiting on a
+/// FIFO. `None` for anything else: the caller then builds from the files.
+pub fn read_own(dir: &Path, name: &str, limit: u64) -> Option<String> {
+    use std::io::Read as _;
+    let eve = crate::tools::beneath::open_dir(rustix::fs::CWD, dir.join(".eve")).ok()?;
+    let file = crate::tools::beneath::open_file(&eve, name).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > limit {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > limit {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// `.eve` of `dir`, if it is a folder of the agent directory and not a link to one
+/// elsewhere: eve's state is written there only.
+fn own_dir(dir: &Path) -> Option<PathBuf> {
+    let eve = dir.join(".eve");
+    std::fs::symlink_metadata(&eve)
+        .is_ok_and(|m| m.is_dir())
+        .then_some(eve)
 }
 
 fn now_ns() -> i128 {
@@ -251,36 +437,27 @@ fn header() -> String {
     )
 }
 
-/// Writes what a build saw and produced. Best effort: a cache that cannot be written
-/// costs the next build its speed, nothing else.
-pub fn store(dir: &Path, seen: &Seen, inputs_hash: &str, build: &Diagnostics, eval_cases: usize) {
-    if seen.unsettled.load(std::sync::atomic::Ordering::Relaxed) {
-        // Forget what an unsettled build saw, and any cache an earlier build left.
-        seen.take();
-        let _ = std::fs::remove_file(path(dir));
-        return;
-    }
-    let written = now_ns();
-    let mut body = format!("written {written}\ninputs {inputs_hash}\nevals {eval_cases}\n");
-    for d in build.iter() {
-        if let Ok(json) = serde_json::to_string(&Kept::of(d)) {
-            let _ = writeln!(body, "d {json}");
+/// Writes the path records of one list, each distinct record once; `false` when a path
+/// cannot be written down (not UTF-8, or holding a line break).
+fn write_records(body: &mut String, records: &[Record]) -> bool {
+    let mut written: HashSet<&Record> = HashSet::with_capacity(records.len());
+    for record in records {
+        if !written.insert(record) {
+            continue;
         }
-    }
-    for (path, fingerprint) in seen.take() {
+        let (path, fingerprint) = record;
         let Some(path) = path.to_str().filter(|p| !p.contains('\n')) else {
-            // A name that is not UTF-8, or holds a line break, cannot be written down:
-            // no cache this time.
-            return;
+            return false;
         };
         match fingerprint {
             Some(f) => {
                 let _ = writeln!(
                     body,
-                    "{} {} {} {} {path}",
+                    "{} {} {} {} {} {path}",
                     if f.dir { 'D' } else { 'F' },
                     f.size,
                     f.mtime_ns,
+                    f.ctime_ns,
                     f.ino
                 );
             }
@@ -289,18 +466,134 @@ pub fn store(dir: &Path, seen: &Seen, inputs_hash: &str, build: &Diagnostics, ev
             }
         }
     }
+    true
+}
+
+/// Writes what a build saw and produced; `outcome` is `None` for a build that must not
+/// answer the next one (it failed, or it was unsettled), whose units are kept all the
+/// same. `identity` names the agent directory the build was of. Best effort: a cache
+/// that cannot be written costs the next build its speed, nothing else.
+pub fn store(dir: &Path, seen: &Seen, identity: &str, outcome: Option<Outcome<'_>>) {
+    if identity.contains('\n') {
+        return;
+    }
+    let outcome = outcome.filter(|_| !seen.unsettled.load(Ordering::Relaxed));
+    let mut body = format!("started {}\nagent {identity}\n", seen.started);
+    match outcome {
+        Some(outcome) => {
+            let _ = writeln!(
+                body,
+                "inputs {}\nevals {}",
+                outcome.inputs_hash, outcome.eval_cases
+            );
+            for d in outcome.diagnostics.iter() {
+                if let Ok(json) = serde_json::to_string(&KeptDiagnostic::of(d)) {
+                    let _ = writeln!(body, "d {json}");
+                }
+            }
+        }
+        None => body.push_str("inputs -\nevals 0\n"),
+    }
+    if !write_records(&mut body, &seen.take()) {
+        return;
+    }
+    let mut units = std::mem::take(&mut *crate::sync::lock(&seen.units));
+    units.sort_by(|a, b| a.key.cmp(&b.key));
+    for unit in &units {
+        if unit.key.contains('\n') || unit.payload.contains('\n') {
+            continue;
+        }
+        let mark = body.len();
+        let _ = writeln!(body, "u {}\np {}", unit.key, unit.payload);
+        if !write_records(&mut body, &unit.paths) {
+            // This unit is compiled again next time.
+            body.truncate(mark);
+        }
+    }
     let sum = crate::text::hex(&Sha256::digest(body.as_bytes()));
     let text = format!("{}\n{sum}\n{body}", header());
-    let file = path(dir);
-    let tmp = file.with_extension("tmp");
-    if std::fs::create_dir_all(dir.join(".eve")).is_ok() && std::fs::write(&tmp, text).is_ok() {
-        let _ = std::fs::rename(&tmp, &file);
+    let _ = std::fs::create_dir_all(dir.join(".eve"));
+    let Some(eve) = own_dir(dir) else {
+        return;
+    };
+    // A new file of a name nobody could plant a link at, then renamed over the cache.
+    let Ok(mut tmp) = tempfile::Builder::new()
+        .prefix(".build-cache.")
+        .tempfile_in(&eve)
+    else {
+        return;
+    };
+    if std::io::Write::write_all(&mut tmp, text.as_bytes()).is_ok() {
+        let _ = tmp.persist(path(dir));
     }
 }
 
-/// The last build's result, if nothing it looked at has changed since.
-pub fn check(dir: &Path) -> Option<Hit> {
-    let text = std::fs::read_to_string(path(dir)).ok()?;
+/// One path record of the cache file, as written.
+struct Entry<'a> {
+    path: &'a str,
+    fingerprint: Option<Fingerprint>,
+}
+
+impl Entry<'_> {
+    fn parse(line: &str) -> Option<Entry<'_>> {
+        if let Some(path) = line.strip_prefix("- ") {
+            return Some(Entry {
+                path,
+                fingerprint: None,
+            });
+        }
+        let mut parts = line.splitn(6, ' ');
+        let dir = match parts.next()? {
+            "D" => true,
+            "F" => false,
+            _ => return None,
+        };
+        let fingerprint = Fingerprint {
+            dir,
+            size: parts.next()?.parse().ok()?,
+            mtime_ns: parts.next()?.parse().ok()?,
+            ctime_ns: parts.next()?.parse().ok()?,
+            ino: parts.next()?.parse().ok()?,
+        };
+        Some(Entry {
+            path: parts.next()?,
+            fingerprint: Some(fingerprint),
+        })
+    }
+
+    /// Whether the path is as recorded, and was recorded safely after its last change.
+    fn fresh(&self, started: i128) -> bool {
+        match self.fingerprint {
+            None => Fingerprint::now(Path::new(self.path)).is_none(),
+            Some(f) => !f.racy(started) && Fingerprint::now(Path::new(self.path)) == Some(f),
+        }
+    }
+
+    fn record(&self) -> Record {
+        (PathBuf::from(self.path), self.fingerprint)
+    }
+}
+
+struct ParsedUnit<'a> {
+    key: &'a str,
+    payload: &'a str,
+    /// Its entries: a range of [`Parsed::entries`].
+    entries: std::ops::Range<usize>,
+}
+
+struct Parsed<'a> {
+    started: i128,
+    identity: &'a str,
+    inputs: Option<&'a str>,
+    eval_cases: usize,
+    diagnostics: Vec<&'a str>,
+    entries: Vec<Entry<'a>>,
+    /// The entries before the first unit are the build's own.
+    global: usize,
+    units: Vec<ParsedUnit<'a>>,
+}
+
+fn parse(text: &str) -> Option<Parsed<'_>> {
     let (head, rest) = text.split_once('\n')?;
     if head != header() {
         return None;
@@ -309,43 +602,116 @@ pub fn check(dir: &Path) -> Option<Hit> {
     if crate::text::hex(&Sha256::digest(body.as_bytes())) != sum {
         return None;
     }
-    let mut lines = body.lines();
-    let written: i128 = lines.next()?.strip_prefix("written ")?.parse().ok()?;
-    let inputs_hash = lines.next()?.strip_prefix("inputs ")?.to_string();
+    let mut lines = body.lines().peekable();
+    let started: i128 = lines.next()?.strip_prefix("started ")?.parse().ok()?;
+    let identity = lines.next()?.strip_prefix("agent ")?;
+    let inputs = lines.next()?.strip_prefix("inputs ")?;
+    let inputs = (inputs != "-").then_some(inputs);
     let eval_cases: usize = lines.next()?.strip_prefix("evals ")?.parse().ok()?;
-    let mut diagnostics = Diagnostics::default();
-    for line in lines {
-        if let Some(json) = line.strip_prefix("d ") {
-            diagnostics.push(serde_json::from_str::<Kept>(json).ok()?.back()?);
-            continue;
-        }
-        if let Some(path) = line.strip_prefix("- ") {
-            if std::fs::symlink_metadata(path).is_ok() {
-                return None;
+    let mut diagnostics = Vec::new();
+    while let Some(json) = lines.peek().and_then(|l| l.strip_prefix("d ")) {
+        diagnostics.push(json);
+        lines.next();
+    }
+    let mut entries = Vec::new();
+    let mut units: Vec<ParsedUnit<'_>> = Vec::new();
+    let mut global = None;
+    while let Some(line) = lines.next() {
+        if let Some(key) = line.strip_prefix("u ") {
+            let payload = lines.next()?.strip_prefix("p ")?;
+            global.get_or_insert(entries.len());
+            if let Some(last) = units.last_mut() {
+                last.entries.end = entries.len();
             }
+            units.push(ParsedUnit {
+                key,
+                payload,
+                entries: entries.len()..entries.len(),
+            });
             continue;
         }
-        let mut parts = line.splitn(5, ' ');
-        let kind = parts.next()?;
-        let size: u64 = parts.next()?.parse().ok()?;
-        let mtime_ns: i128 = parts.next()?.parse().ok()?;
-        let ino: u64 = parts.next()?.parse().ok()?;
-        let path = parts.next()?;
-        let expected = Fingerprint {
-            dir: kind == "D",
-            size,
-            mtime_ns,
-            ino,
-        };
-        if mtime_ns + RACY_NS >= written || Fingerprint::now(Path::new(path)) != Some(expected) {
-            return None;
+        entries.push(Entry::parse(line)?);
+    }
+    if let Some(last) = units.last_mut() {
+        last.entries.end = entries.len();
+    }
+    Some(Parsed {
+        started,
+        identity,
+        inputs,
+        eval_cases,
+        diagnostics,
+        global: global.unwrap_or(entries.len()),
+        entries,
+        units,
+    })
+}
+
+/// What the last build of the agent directory at `dir` (named by `identity`) can do for
+/// this one. `touched` are paths (relative to `dir`, with `/`) known to have changed,
+/// whatever their metadata says: the units holding them are compiled again, and the
+/// build is never a hit.
+pub fn check(dir: &Path, identity: &str, touched: &[String]) -> Verdict {
+    let Some(text) = read_own(dir, FILE, MAX_CACHE_BYTES) else {
+        return Verdict::default();
+    };
+    let Some(parsed) = parse(&text).filter(|p| p.identity == identity) else {
+        return Verdict::default();
+    };
+    let started = parsed.started;
+    let fresh: Vec<bool> = if parsed.entries.len() >= PARALLEL_FROM {
+        parsed
+            .entries
+            .par_iter()
+            .map(|e| e.fresh(started))
+            .collect()
+    } else {
+        parsed.entries.iter().map(|e| e.fresh(started)).collect()
+    };
+    let touches = |key: &str| {
+        touched
+            .iter()
+            .any(|t| t == key || t.strip_prefix(key).is_some_and(|r| r.starts_with('/')))
+    };
+    let mut reuse = HashMap::with_capacity(parsed.units.len());
+    let mut all_units = true;
+    for unit in &parsed.units {
+        // A unit always looked at its own entry: one with no paths is not ours.
+        if !unit.entries.is_empty()
+            && fresh[unit.entries.clone()].iter().all(|f| *f)
+            && !touches(unit.key)
+        {
+            reuse.insert(
+                unit.key.to_string(),
+                Unit {
+                    key: unit.key.to_string(),
+                    payload: unit.payload.to_string(),
+                    paths: parsed.entries[unit.entries.clone()]
+                        .iter()
+                        .map(Entry::record)
+                        .collect(),
+                },
+            );
+        } else {
+            all_units = false;
         }
     }
-    Some(Hit {
-        inputs_hash,
-        diagnostics,
-        eval_cases,
-    })
+    let unchanged = all_units && touched.is_empty() && fresh[..parsed.global].iter().all(|f| *f);
+    let hit = parsed.inputs.filter(|_| unchanged).and_then(|inputs| {
+        let mut diagnostics = Diagnostics::default();
+        for json in &parsed.diagnostics {
+            diagnostics.push(serde_json::from_str::<KeptDiagnostic>(json).ok()?.back()?);
+        }
+        Some(Hit {
+            inputs_hash: inputs.to_string(),
+            diagnostics,
+            eval_cases: parsed.eval_cases,
+        })
+    });
+    Verdict {
+        hit,
+        reuse: Reuse(reuse),
+    }
 }
 
 #[cfg(test)]
@@ -353,19 +719,30 @@ pub fn check(dir: &Path) -> Option<Hit> {
 mod tests {
     use super::*;
 
+    fn old(file: &Path) {
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    fn outcome(diags: &Diagnostics) -> Option<Outcome<'_>> {
+        Some(Outcome {
+            inputs_hash: "sha256:abc",
+            diagnostics: diags,
+            eval_cases: 2,
+        })
+    }
+
     #[test]
     fn a_damaged_or_foreign_cache_is_no_cache() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("f");
         std::fs::write(&file, "x").unwrap();
-        // Old enough not to be racily clean.
-        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
-        std::fs::File::options()
-            .write(true)
-            .open(&file)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        old(&file);
         let seen = Arc::new(Seen::default());
         assert!(recording(&seen, || is_file(&file)));
         let mut diags = Diagnostics::default();
@@ -373,11 +750,15 @@ mod tests {
             super::super::diagnostic::code::NOT_A_SKILL,
             "w",
         ));
-        store(tmp.path(), &seen, "sha256:abc", &diags, 2);
-        let hit = check(tmp.path()).unwrap();
+        store(tmp.path(), &seen, "a /x", outcome(&diags));
+        let hit = check(tmp.path(), "a /x", &[]).hit.unwrap();
         assert_eq!(hit.inputs_hash, "sha256:abc");
         assert_eq!(hit.eval_cases, 2);
         assert_eq!(hit.diagnostics.iter().count(), 1);
+        assert!(
+            check(tmp.path(), "a /y", &[]).hit.is_none(),
+            "another directory"
+        );
 
         let cache = path(tmp.path());
         let text = std::fs::read_to_string(&cache).unwrap();
@@ -386,23 +767,212 @@ mod tests {
             text.replace("inputs sha256:abc", "inputs sha256:abd"),
         )
         .unwrap();
-        assert!(check(tmp.path()).is_none(), "a bad checksum");
+        assert!(
+            check(tmp.path(), "a /x", &[]).hit.is_none(),
+            "a bad checksum"
+        );
         std::fs::write(&cache, text.replacen(env!("CARGO_PKG_VERSION"), "0.0.0", 1)).unwrap();
-        assert!(check(tmp.path()).is_none(), "another version");
+        assert!(
+            check(tmp.path(), "a /x", &[]).hit.is_none(),
+            "another version"
+        );
         std::fs::write(&cache, &text).unwrap();
-        assert!(check(tmp.path()).is_some());
+        assert!(check(tmp.path(), "a /x", &[]).hit.is_some());
         std::fs::write(&file, "y").unwrap();
-        assert!(check(tmp.path()).is_none(), "a changed file");
+        assert!(
+            check(tmp.path(), "a /x", &[]).hit.is_none(),
+            "a changed file"
+        );
     }
 
     #[test]
-    fn an_entry_written_just_before_the_cache_is_not_trusted() {
+    fn an_entry_changed_just_before_its_build_started_is_not_trusted() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("f");
         std::fs::write(&file, "x").unwrap();
         let seen = Arc::new(Seen::default());
         assert!(recording(&seen, || is_file(&file)));
-        store(tmp.path(), &seen, "sha256:abc", &Diagnostics::default(), 0);
-        assert!(check(tmp.path()).is_none());
+        store(tmp.path(), &seen, "a", outcome(&Diagnostics::default()));
+        assert!(check(tmp.path(), "a", &[]).hit.is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_permission_change_is_a_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        old(&file);
+        let seen = Arc::new(Seen::default());
+        assert!(recording(&seen, || is_file(&file)));
+        store(tmp.path(), &seen, "a", outcome(&Diagnostics::default()));
+        assert!(check(tmp.path(), "a", &[]).hit.is_some());
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
+        assert!(check(tmp.path(), "a", &[]).hit.is_none());
+    }
+
+    #[test]
+    fn units_are_reused_one_by_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        old(&a);
+        old(&b);
+        let seen = Arc::new(Seen::default());
+        recording(&seen, || {
+            for (key, file) in [("skills/a", &a), ("skills/b", &b)] {
+                unit(key, || is_file(file), |_| Some(format!("payload of {key}")));
+            }
+        });
+        store(tmp.path(), &seen, "a", None);
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(
+            verdict.hit.is_none(),
+            "a build without an outcome never answers"
+        );
+        assert_eq!(verdict.reuse.len(), 2);
+        let touched = check(tmp.path(), "a", &["skills/a/SKILL.md".to_string()]);
+        assert_eq!(touched.reuse.len(), 1, "skills/a was reported changed");
+        assert!(touched.reuse.0.contains_key("skills/b"));
+
+        std::fs::write(&b, "bb").unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert_eq!(verdict.reuse.len(), 1);
+        let again = Arc::new(Seen::reusing(verdict.reuse));
+        recording(&again, || {
+            assert_eq!(
+                reuse("skills/a", |p| Some(p.to_string())).as_deref(),
+                Some("payload of skills/a")
+            );
+            assert_eq!(reuse("skills/b", |p| Some(p.to_string())), None);
+            assert_eq!(
+                reuse("skills/a", |_| None::<()>),
+                None,
+                "an unreadable payload"
+            );
+        });
+        assert_eq!(again.reused(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_place_of_the_cache_is_no_cache_and_no_hang() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join(".eve")).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            path(tmp.path()),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(verdict.hit.is_none() && verdict.reuse.is_empty());
+    }
+
+    /// A cache of one unit and one path of the build's own, stored in `dir`.
+    fn stored(dir: &Path) -> String {
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        old(&a);
+        old(&b);
+        let seen = Arc::new(Seen::default());
+        recording(&seen, || {
+            is_file(&a);
+            unit("skills/b", || is_file(&b), |_| Some("payload".to_string()));
+        });
+        store(dir, &seen, "a", outcome(&Diagnostics::default()));
+        let verdict = check(dir, "a", &[]);
+        assert!(verdict.hit.is_some() && verdict.reuse.len() == 1);
+        std::fs::read_to_string(path(dir)).unwrap()
+    }
+
+    #[test]
+    fn a_truncated_cache_is_no_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = stored(tmp.path());
+        for cut in 0..text.len() {
+            std::fs::write(path(tmp.path()), &text.as_bytes()[..cut]).unwrap();
+            let verdict = check(tmp.path(), "a", &[]);
+            assert!(
+                verdict.hit.is_none() && verdict.reuse.is_empty(),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_unit_without_paths_is_never_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = stored(tmp.path());
+        // Its path records cut off, under a checksum that holds.
+        let (head, rest) = text.split_once('\n').unwrap();
+        let (_, body) = rest.split_once('\n').unwrap();
+        let body = format!("{}\n", &body[..body.find("\np payload\n").unwrap() + 10]);
+        let sum = crate::text::hex(&Sha256::digest(body.as_bytes()));
+        std::fs::write(path(tmp.path()), format!("{head}\n{sum}\n{body}")).unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(verdict.reuse.is_empty(), "{body}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_cache_reached_through_a_link_is_neither_read_nor_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let text = stored(tmp.path());
+        // `.eve/build-cache` a link to a cache kept elsewhere.
+        let elsewhere = outside.path().join("cache");
+        std::fs::write(&elsewhere, &text).unwrap();
+        std::fs::remove_file(path(tmp.path())).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path(tmp.path())).unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(verdict.hit.is_none() && verdict.reuse.is_empty());
+        store(tmp.path(), &Seen::default(), "a", None);
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), text);
+        assert!(
+            !std::fs::symlink_metadata(path(tmp.path()))
+                .unwrap()
+                .is_symlink()
+        );
+
+        // `.eve` itself a link to a folder elsewhere holding a good cache.
+        let eve = tmp.path().join(".eve");
+        std::fs::remove_dir_all(&eve).unwrap();
+        let state = outside.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::write(state.join(FILE), &text).unwrap();
+        std::os::unix::fs::symlink(&state, &eve).unwrap();
+        let verdict = check(tmp.path(), "a", &[]);
+        assert!(verdict.hit.is_none() && verdict.reuse.is_empty());
+        store(tmp.path(), &Seen::default(), "a", None);
+        assert_eq!(std::fs::read_to_string(state.join(FILE)).unwrap(), text);
+        assert_eq!(
+            std::fs::read_dir(&state).unwrap().count(),
+            1,
+            "nothing written there"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writing_the_cache_follows_no_planted_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let eve = tmp.path().join(".eve");
+        std::fs::create_dir(&eve).unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        for name in ["build-cache.tmp", ".build-cache.tmp"] {
+            std::os::unix::fs::symlink(&victim, eve.join(name)).unwrap();
+        }
+        store(tmp.path(), &Seen::default(), "a", None);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(
+            std::fs::read_to_string(path(tmp.path()))
+                .unwrap()
+                .starts_with(MAGIC)
+        );
     }
 }

@@ -1,17 +1,27 @@
 //! Finds and reads the files of an agent directory, and hashes them.
+//!
+//! Each entry of `skills/` is read and compiled on its own, as one unit of the build
+//! cache (see [`cache`]): a skill needs nothing but its own files, so a skill whose files
+//! did not change comes back from the last build, and the entries of a large `skills/`
+//! are loaded side by side on every core.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use super::diagnostic::{Diagnostic, code};
+use super::diagnostic::{Diagnostic, Diagnostics, code};
 
-use super::cache;
+use super::{cache, skills};
 pub use crate::textfile::{MAX_FILE_BYTES, read_text};
 
 /// How deep subagents may nest inside subagents.
 pub const MAX_SUBAGENT_DEPTH: usize = 4;
+
+/// From this many entries on, `skills/` is loaded by a pool of threads; below, starting
+/// them costs more than it saves.
+const PARALLEL_SKILLS: usize = 32;
 
 /// A text file that was read successfully.
 #[derive(Debug, Clone)]
@@ -89,7 +99,8 @@ pub struct AgentFiles {
     pub tools: Vec<Loaded>,
     /// `connections/<name>.toml`, in file-name order.
     pub connections: Vec<Loaded>,
-    pub skills: Vec<SkillFile>,
+    /// Every entry of `skills/`, in file-name order, read and compiled.
+    pub skills: Vec<skills::Unit>,
     pub subagents: Vec<SubagentDir>,
     /// The eval cases, `evals/**/*.toml` (the top agent's only). They test the agent and
     /// are not part of it, so they are not in the hash.
@@ -100,6 +111,7 @@ pub struct AgentFiles {
     pub hash: String,
 }
 
+/// Reads the files of one agent directory, or of one entry of its `skills/`.
 struct Loader {
     root: PathBuf,
     prefix: String,
@@ -147,10 +159,7 @@ impl AgentFiles {
             problems,
             ..
         } = loader;
-        for p in &problems {
-            hasher.update(p.code.as_bytes());
-            hasher.update(p.file.as_deref().unwrap_or("").as_bytes());
-        }
+        hash_problems(&mut hasher, &problems);
         AgentFiles {
             root: root.to_path_buf(),
             prefix,
@@ -285,7 +294,12 @@ impl Loader {
                 continue;
             }
             let inner = format!("{rel}/{name}");
-            if let Some(message) = leaves_boundary(&entry.path(), &self.boundary) {
+            // The entry's own type (no `lstat` where the folder listing says it already).
+            let link = entry.file_type().map_or(true, |t| t.is_symlink());
+            if let Some(message) = link
+                .then(|| leaves_boundary(&entry.path(), &self.boundary))
+                .flatten()
+            {
                 self.problem(&inner, code::UNREADABLE, message);
                 continue;
             }
@@ -393,54 +407,119 @@ impl Loader {
         connections
     }
 
-    fn skills(&mut self) -> Vec<SkillFile> {
-        let mut skills = Vec::new();
-        for (name, kind) in self.list("skills").unwrap_or_default() {
-            let rel = format!("skills/{name}");
-            match kind {
-                EntryKind::File => {
-                    if let Some(stem) = name.strip_suffix(".md") {
-                        if let Some(file) = self.read(&rel) {
-                            skills.push(SkillFile::Flat {
-                                name: stem.to_string(),
-                                file,
-                            });
-                        }
-                    } else {
-                        self.mark("other", &rel);
-                        self.problems.push(
-                            Diagnostic::warning(
-                                code::NOT_A_SKILL,
-                                format!("`{rel}` is not a skill and is ignored"),
-                            )
-                            .file(self.display(&rel))
-                            .note("a skill is `skills/<name>.md` or a folder `skills/<name>/` holding `SKILL.md`"),
-                        );
-                    }
+    fn skills(&mut self) -> Vec<skills::Unit> {
+        let entries = self.list("skills").unwrap_or_default();
+        let this = &*self;
+        let units: Vec<skills::Unit> = if entries.len() >= PARALLEL_SKILLS {
+            // The order of `entries` is kept: the build is the same on any number of cores.
+            let seen = cache::current();
+            entries
+                .par_iter()
+                .map(|(name, kind)| cache::within(seen.as_ref(), || this.skill(name, *kind)))
+                .collect()
+        } else {
+            entries
+                .iter()
+                .map(|(name, kind)| this.skill(name, *kind))
+                .collect()
+        };
+        for ((name, _), unit) in entries.iter().zip(&units) {
+            self.mark("skill", &format!("skills/{name}"));
+            self.hasher.update(unit.digest.as_bytes());
+        }
+        units
+    }
+
+    /// The entry `name` of `skills/`, read and compiled, or as the last build left it
+    /// if none of the paths it looked at changed.
+    fn skill(&self, name: &str, kind: EntryKind) -> skills::Unit {
+        let rel = format!("skills/{name}");
+        let key = self.display(&rel);
+        if let Some(unit) = cache::reuse(&key, |payload| skills::Unit::decode(payload, &key)) {
+            return unit;
+        }
+        cache::unit(
+            &key,
+            || {
+                // The entry itself, whatever it turns out to be: a unit never records
+                // nothing (see `cache::check`).
+                cache::exists(&self.root.join(&rel));
+                let mut part = Loader {
+                    root: self.root.clone(),
+                    prefix: self.prefix.clone(),
+                    boundary: self.boundary.clone(),
+                    hasher: Sha256::new(),
+                    problems: Vec::new(),
+                };
+                let file = part.skill_file(name, kind, &rel);
+                let mut diagnostics = Diagnostics::default();
+                let skill = file.as_ref().and_then(|file| {
+                    skills::compile_entry(file, &self.prefix, &self.boundary, &mut diagnostics)
+                });
+                let Loader {
+                    mut hasher,
+                    problems,
+                    ..
+                } = part;
+                hash_problems(&mut hasher, &problems);
+                let mut all = problems;
+                all.extend(diagnostics);
+                skills::Unit {
+                    key: key.clone(),
+                    file: file.map(|f| f.file().display.clone()),
+                    skill,
+                    diagnostics: all,
+                    digest: hex(&hasher.finalize()),
                 }
-                EntryKind::Dir => {
-                    let skill_md = format!("{rel}/SKILL.md");
-                    if !cache::exists(&self.root.join(&skill_md)) {
-                        self.mark("other", &rel);
-                        self.problem(
-                            &rel,
-                            code::PACKAGE_WITHOUT_SKILL_MD,
-                            format!("skill folder `{rel}` has no `SKILL.md`"),
-                        );
-                        continue;
-                    }
-                    let resources = self.resources(&rel);
-                    if let Some(file) = self.read(&skill_md) {
-                        skills.push(SkillFile::Package {
-                            name,
-                            file,
-                            resources,
-                        });
-                    }
+            },
+            skills::Unit::encode,
+        )
+    }
+
+    /// Reads the entry `rel` (`skills/<name>`) of `skills/`: a skill, or a problem.
+    fn skill_file(&mut self, name: &str, kind: EntryKind, rel: &str) -> Option<SkillFile> {
+        let rel = rel.to_string();
+        match kind {
+            EntryKind::File => {
+                if let Some(stem) = name.strip_suffix(".md") {
+                    return self.read(&rel).map(|file| SkillFile::Flat {
+                        name: stem.to_string(),
+                        file,
+                    });
                 }
+                self.mark("other", &rel);
+                self.problems.push(
+                    Diagnostic::warning(
+                        code::NOT_A_SKILL,
+                        format!("`{rel}` is not a skill and is ignored"),
+                    )
+                    .file(self.display(&rel))
+                    .note("a skill is `skills/<name>.md` or a folder `skills/<name>/` holding `SKILL.md`"),
+                );
+                None
+            }
+            EntryKind::Dir => {
+                let skill_md = format!("{rel}/SKILL.md");
+                // The folder itself: what it holds shows as a change of it.
+                cache::is_dir(&self.root.join(&rel));
+                if !cache::exists(&self.root.join(&skill_md)) {
+                    self.mark("other", &rel);
+                    self.problem(
+                        &rel,
+                        code::PACKAGE_WITHOUT_SKILL_MD,
+                        format!("skill folder `{rel}` has no `SKILL.md`"),
+                    );
+                    return None;
+                }
+                let resources = self.resources(&rel);
+                let file = self.read(&skill_md)?;
+                Some(SkillFile::Package {
+                    name: name.to_string(),
+                    file,
+                    resources,
+                })
             }
         }
-        skills
     }
 
     /// Every file of a packaged skill except `SKILL.md`, following links that stay inside
@@ -475,7 +554,12 @@ impl Loader {
                 }
             });
         for entry in walk {
-            if let Ok(entry) = &entry {
+            // A resource's contents are not part of the build, only its name: the folder
+            // holding a file changes when the file is added, removed, renamed or replaced,
+            // so only folders (and links, whose targets may change) are recorded.
+            if let Ok(entry) = &entry
+                && (entry.file_type().is_dir() || entry.path_is_symlink())
+            {
                 match entry.metadata() {
                     Ok(meta) => cache::note_meta(entry.path(), &meta),
                     Err(_) => cache::note(entry.path(), None),
@@ -601,12 +685,22 @@ impl Loader {
     }
 }
 
+/// Problems change the build: they are part of the hash.
+fn hash_problems(hasher: &mut Sha256, problems: &[Diagnostic]) {
+    for p in problems {
+        hasher.update(p.code.as_bytes());
+        hasher.update(p.file.as_deref().unwrap_or("").as_bytes());
+    }
+}
+
 /// What to say about a symbolic link at `path` whose target is outside `boundary`;
 /// `None` if it is not a link, leads inside, or leads nowhere (reported otherwise).
 fn leaves_boundary(path: &Path, boundary: &Path) -> Option<String> {
     if !fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
         return None;
     }
+    // Where it leads: a link anywhere on the way that is pointed elsewhere changes it.
+    cache::note(path, cache::Fingerprint::now(path));
     let real = fs::canonicalize(path).ok()?;
     if real.starts_with(boundary) {
         return None;
@@ -744,6 +838,7 @@ mod tests {
         let mut problems: Vec<(String, String)> = files
             .problems
             .iter()
+            .chain(files.skills.iter().flat_map(|s| &s.diagnostics))
             .map(|p| (p.file.clone().unwrap_or_default(), p.message.clone()))
             .collect();
         problems.sort();

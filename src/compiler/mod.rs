@@ -46,6 +46,8 @@ pub struct Build {
     /// Whether nothing changed since the last build, whose manifest this is (it is on
     /// disk already).
     pub cached: bool,
+    /// How many entries of `skills/` came from the build cache instead of their files.
+    pub reused_skills: usize,
     /// The agent's connections as compiled, errors or not (`eve connections` shows them).
     pub connections: Vec<crate::manifest::connection::Connection>,
 }
@@ -105,6 +107,7 @@ pub fn compile_with(dir: &Path, catalog: &Catalog, options: listing::Options<'_>
         manifest,
         diagnostics,
         cached: false,
+        reused_skills: 0,
         connections,
     }
 }
@@ -112,11 +115,36 @@ pub fn compile_with(dir: &Path, catalog: &Catalog, options: listing::Options<'_>
 /// Builds the agent directory at `dir` like [`compile`], but when nothing the last build
 /// looked at has changed since (the build cache, `.eve/build-cache`), gives back that
 /// build's manifest (from `.eve/manifest.json`) and diagnostics without reading any
-/// input. A cold build records what it looks at for the next one. The manifest is
-/// written by the caller ([`write_manifest`]), except on a cache hit.
+/// input. When something changed, the entries of `skills/` none of whose files changed
+/// come from the cache and only the rest is read and compiled again. A build records
+/// what it looks at for the next one. The manifest is written by the caller
+/// ([`write_manifest`]), except on a cache hit. With `options.refresh` nothing comes
+/// from the cache: a full build, recorded for the next one.
 pub fn build(dir: &Path, catalog: &Catalog, options: listing::Options<'_>) -> Build {
-    if !options.refresh
-        && let Some(hit) = cache::check(dir)
+    build_after(dir, catalog, options, &[])
+}
+
+/// [`build`] after the files `touched` (paths relative to `dir`, with `/`) changed, as a
+/// watcher reported: the skills holding them are read again whatever their metadata
+/// says, and the build is not answered from the cache.
+///
+/// Why the unit of reuse is a skill and not the whole compiled state: a skill depends on
+/// nothing but its own files, and `skills/` is what grows to thousands of files; the rest
+/// of an agent is a few small files, compiled again in well under a millisecond.
+pub fn build_after(
+    dir: &Path,
+    catalog: &Catalog,
+    options: listing::Options<'_>,
+    touched: &[String],
+) -> Build {
+    let identity = identity(dir);
+    // `--refresh` trusts no cache: every file is read and every server listed again.
+    let verdict = if options.refresh {
+        cache::Verdict::default()
+    } else {
+        cache::check(dir, &identity, touched)
+    };
+    if let Some(hit) = verdict.hit
         && let Some(manifest) = read_manifest(dir).filter(|m| m.inputs_hash == hit.inputs_hash)
     {
         return Build {
@@ -126,23 +154,29 @@ pub fn build(dir: &Path, catalog: &Catalog, options: listing::Options<'_>) -> Bu
             eval_count: hit.eval_cases,
             diagnostics: hit.diagnostics,
             cached: true,
+            reused_skills: 0,
         };
     }
     // `.eve/` first: creating it later would change the folder's own listing, which the
     // cache records, and spoil the next check.
     let _ = std::fs::create_dir_all(dir.join(".eve"));
-    let seen = std::sync::Arc::new(cache::Seen::default());
-    let build = cache::recording(&seen, || compile_with(dir, catalog, options));
-    if let Some(manifest) = &build.manifest {
-        cache::store(
-            dir,
-            &seen,
-            &manifest.inputs_hash,
-            &build.diagnostics,
-            build.eval_count,
-        );
-    }
+    let seen = std::sync::Arc::new(cache::Seen::reusing(verdict.reuse));
+    let mut build = cache::recording(&seen, || compile_with(dir, catalog, options));
+    build.reused_skills = seen.reused();
+    let outcome = build.manifest.as_ref().map(|manifest| cache::Outcome {
+        inputs_hash: &manifest.inputs_hash,
+        diagnostics: &build.diagnostics,
+        eval_cases: build.eval_count,
+    });
+    cache::store(dir, &seen, &identity, outcome);
     build
+}
+
+/// What the build cache of `dir` is for: the agent's name and where it is, both of
+/// which the manifest depends on.
+fn identity(dir: &Path) -> String {
+    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    format!("{} {}", agent_name(dir), canonical.display())
 }
 
 /// Compiles the eval cases of the agent directory at `dir` against `manifest` (a build
@@ -211,7 +245,7 @@ fn compile_files(
         diags,
     );
     keys.add(&mut config);
-    let skills = skills::compile(&files.skills, &files.prefix, &files.boundary, diags);
+    let skills = skills::compile(&files.skills, diags);
     let read = connections::read_all(&files.connections, diags);
     let names: Vec<&str> = read.iter().map(|r| r.connection.name.as_str()).collect();
     let compiled = tools::compile(
@@ -450,16 +484,26 @@ pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<bool> {
     let eve_dir = dir.join(".eve");
     std::fs::create_dir_all(&eve_dir)
         .with_context(|| format!("cannot create `{}`", eve_dir.display()))?;
-    let tmp = eve_dir.join(format!(".manifest.json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, &bytes).with_context(|| format!("cannot write `{}`", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write `{}`", path.display()))?;
+    // A new file under a random name (never a link someone planted), renamed over.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".manifest.json.")
+        .tempfile_in(&eve_dir)
+        .with_context(|| format!("cannot write in `{}`", eve_dir.display()))?;
+    std::io::Write::write_all(&mut tmp, &bytes)
+        .with_context(|| format!("cannot write in `{}`", eve_dir.display()))?;
+    tmp.persist(&path)
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
     Ok(true)
 }
 
-/// Reads a manifest written by [`write_manifest`]; `None` if absent or from another eve.
+/// The largest manifest [`read_manifest`] reads (a 1,000-skill agent's is under 1 MB).
+const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reads a manifest written by [`write_manifest`]; `None` if absent, not a regular
+/// file, reached through a link (see [`cache::read_own`]), or from another eve.
 pub fn read_manifest(dir: &Path) -> Option<Manifest> {
-    let bytes = std::fs::read(manifest_path(dir)).ok()?;
-    serde_json::from_slice::<Manifest>(&bytes)
+    let text = cache::read_own(dir, "manifest.json", MAX_MANIFEST_BYTES)?;
+    serde_json::from_str::<Manifest>(&text)
         .ok()
         .filter(|m| m.schema_version == SCHEMA_VERSION)
 }

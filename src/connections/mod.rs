@@ -30,14 +30,20 @@ pub use spawn::kill_all;
 /// starting the servers of connections without a valid cached listing (all of them with
 /// `refresh`) to list their tools.
 pub fn build(dir: &Path, refresh: bool) -> crate::compiler::Build {
+    build_after(dir, refresh, &[])
+}
+
+/// [`build`] after the files `touched` changed (see [`crate::compiler::build_after`]).
+pub fn build_after(dir: &Path, refresh: bool, touched: &[String]) -> crate::compiler::Build {
     let lister = lister::BuildLister::default();
-    crate::compiler::build(
+    crate::compiler::build_after(
         dir,
         &crate::tools::builtin::CATALOG,
         crate::compiler::listing::Options {
             lister: Some(&lister),
             refresh,
         },
+        touched,
     )
 }
 

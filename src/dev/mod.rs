@@ -56,8 +56,8 @@ pub struct DevOptions {
 #[derive(Debug)]
 pub enum Input {
     Line(String),
-    /// The agent directory changed (already debounced).
-    Changed,
+    /// The agent directory changed (already debounced): these paths, relative to it.
+    Changed(Vec<String>),
     Eof,
 }
 
@@ -136,7 +136,7 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let _ = ready_tx.send(());
     while let Ok(input) = rx.recv() {
         match input {
-            Input::Changed => dev.rebuild(),
+            Input::Changed(paths) => dev.rebuild(&paths),
             Input::Eof => break,
             Input::Line(line) => {
                 let line = line.trim().to_string();
@@ -242,8 +242,10 @@ impl Dev {
         }
     }
 
-    fn rebuild(&mut self) {
-        let build = crate::connections::build(&self.options.dir, false);
+    /// Builds again after `touched` changed: the skills holding them are read again, the
+    /// others only if their files' metadata changed too (the watcher may miss events).
+    fn rebuild(&mut self, touched: &[String]) {
+        let build = crate::connections::build_after(&self.options.dir, false, touched);
         let current = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
         let decision = reload::decide(current, build);
         self.announce(decision);
@@ -507,7 +509,7 @@ impl Dev {
                 Some(change) => match crate::review::accept(&self.options.dir) {
                     Ok(()) => {
                         eprintln!("accepted: {} (from the next turn)", change.summary);
-                        self.rebuild();
+                        self.rebuild(&[]);
                     }
                     Err(e) => eprintln!("error: {e}"),
                 },

@@ -1,6 +1,7 @@
 //! Watching an agent directory: debounced change notifications for the files that make
 //! the agent, never `.eve/` and never editors' temporary files.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -53,12 +54,13 @@ pub struct Watcher {
 }
 
 /// Starts watching `dir`. After a relevant change, and `debounce` without another one,
-/// [`Input::Changed`] is sent: a burst of events (an editor's temp file, rename and
-/// write) makes one notification. Reads (the rebuild's own) are not changes.
+/// [`Input::Changed`] is sent with the paths that changed (relative to `dir`, with `/`):
+/// a burst of events (an editor's temp file, rename and write) makes one notification.
+/// Reads (the rebuild's own) are not changes.
 pub fn start(dir: &Path, debounce: Duration, tx: Sender<Input>) -> notify::Result<Watcher> {
     let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let base = root.clone();
-    let (raw_tx, raw_rx) = std::sync::mpsc::channel::<()>();
+    let (raw_tx, raw_rx) = std::sync::mpsc::channel::<Vec<String>>();
     let mut watcher = notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
         let Ok(event) = result else {
             return;
@@ -66,26 +68,33 @@ pub fn start(dir: &Path, debounce: Duration, tx: Sender<Input>) -> notify::Resul
         if matches!(event.kind, notify::EventKind::Access(_)) {
             return;
         }
-        let relevant = event
+        let relevant: Vec<String> = event
             .paths
             .iter()
-            .any(|path| path.strip_prefix(&base).is_ok_and(is_relevant));
-        if relevant {
-            let _ = raw_tx.send(());
+            .filter_map(|path| path.strip_prefix(&base).ok())
+            .filter(|relative| is_relevant(relative))
+            .map(crate::compiler::inputs::slash_path)
+            .collect();
+        if !relevant.is_empty() {
+            let _ = raw_tx.send(relevant);
         }
     })?;
     notify::Watcher::watch(&mut watcher, &root, notify::RecursiveMode::Recursive)?;
     std::thread::spawn(move || {
-        while raw_rx.recv().is_ok() {
+        while let Ok(first) = raw_rx.recv() {
+            let mut changed: BTreeSet<String> = first.into_iter().collect();
             // Wait for quiet: every new event restarts the wait.
             loop {
                 match raw_rx.recv_timeout(debounce) {
-                    Ok(()) => continue,
+                    Ok(paths) => changed.extend(paths),
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => break,
                     Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
                 }
             }
-            if tx.send(Input::Changed).is_err() {
+            if tx
+                .send(Input::Changed(changed.into_iter().collect()))
+                .is_err()
+            {
                 return;
             }
         }
@@ -125,5 +134,33 @@ mod tests {
         ] {
             assert!(!is_relevant(Path::new(path)), "{path}");
         }
+    }
+
+    #[test]
+    fn a_save_is_reported_with_the_paths_it_changed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("skills/plan")).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _watcher = start(dir, Duration::from_millis(50), tx).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // Saved the way editors do: a temporary file, renamed over the real one.
+        let swap = dir.join("skills/plan/.SKILL.md.swp");
+        std::fs::write(&swap, "---\ndescription: Plans\n---\n").unwrap();
+        std::fs::rename(&swap, dir.join("skills/plan/SKILL.md")).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
+        while !seen.iter().any(|p: &String| p == "skills/plan/SKILL.md") {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Input::Changed(paths)) => seen.extend(paths),
+                Ok(_) => {}
+                Err(e) => panic!("no change reported ({e}); saw {seen:?}"),
+            }
+        }
+        assert!(
+            !seen.iter().any(|p| p.ends_with(".swp")),
+            "the editor's temporary file is no change: {seen:?}"
+        );
     }
 }

@@ -276,11 +276,11 @@ fn report(kind: &FileKind, doc: &Value) -> Vec<String> {
         "skill" => {
             let yaml = serde_yaml::to_string(doc).unwrap();
             let file = loaded(format!("---\n{yaml}---\nBody.\n"));
-            skills::compile(
-                &[SkillFile::Flat {
+            skills::compile_entry(
+                &SkillFile::Flat {
                     name: "s".into(),
                     file,
-                }],
+                },
                 "",
                 Path::new("."),
                 &mut diags,

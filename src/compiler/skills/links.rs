@@ -1,6 +1,7 @@
 //! Relative links in a packaged skill's `SKILL.md`: placeholders resolved, targets
 //! checked, and linked files outside the skill's folder recorded as its resources.
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::path::{Component, Path};
 
@@ -21,18 +22,21 @@ pub struct Place<'a> {
 }
 
 /// Checks every relative link and image of a packaged skill whose folder is `skill_dir`
-/// (relative to its agent directory). Every finding is a warning: the skill works either
-/// way. Returns the existing files it links outside its own folder, relative to its
-/// agent directory, to be listed as its resources.
+/// (relative to its agent directory) and whose files are `walked` (as the loader found
+/// them, relative to the agent directory). Every finding is a warning: the skill works
+/// either way. Returns the existing files it links outside its own folder, relative to
+/// its agent directory, to be listed as its resources.
 pub fn check(
     body: &str,
     body_offset: usize,
     skill_dir: &str,
+    walked: &[String],
     place: Place<'_>,
     src: &SourceFile,
     diags: &mut Diagnostics,
 ) -> Vec<String> {
     let mut linked = Vec::new();
+    let mut walked_set: Option<HashSet<&str>> = None;
     for (event, range) in Parser::new(body).into_offset_iter() {
         let dest = match &event {
             Event::Start(Tag::Link { dest_url, .. })
@@ -69,6 +73,14 @@ pub fn check(
             continue;
         };
         let shown = relative_to(&from_top, place.prefix);
+        // A file the loader found in the skill's folder is there, inside the agent
+        // directory, and listed already: no need to look again.
+        if walked_set
+            .get_or_insert_with(|| walked.iter().map(String::as_str).collect())
+            .contains(shown.as_str())
+        {
+            continue;
+        }
         let real = crate::compiler::cache::canonicalize(&place.boundary.join(&from_top));
         match real {
             Err(_) => {

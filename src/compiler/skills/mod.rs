@@ -11,6 +11,7 @@ mod links;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::cache::KeptDiagnostic;
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::{Loaded, SkillFile, sha256};
 use super::source::SourceFile;
@@ -36,39 +37,107 @@ pub fn is_valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
-/// Compiles every skill of the agent directory at `prefix` (relative to the top-level
-/// directory `boundary`, which is canonical); reports duplicate names.
-pub fn compile(
-    files: &[SkillFile],
-    prefix: &str,
-    boundary: &Path,
-    diags: &mut Diagnostics,
-) -> Vec<Skill> {
-    let place = links::Place { prefix, boundary };
+/// One entry of `skills/`, read and compiled on its own: what it compiled to, and what
+/// its loading and checking reported. The build cache keeps it (see
+/// [`super::cache`]) and hands it back while the files it looked at are unchanged.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// The entry, relative to the top-level agent directory (`skills/plan`).
+    pub key: String,
+    /// The skill's Markdown file as diagnostics show it, if the entry has one.
+    pub file: Option<String>,
+    /// The skill, unless the entry is not one or has errors.
+    pub skill: Option<Skill>,
+    /// Everything reported about the entry, in the order it was found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Its part of the agent's inputs hash (hex SHA-256 over the names and contents it
+    /// read and the problems it had).
+    pub digest: String,
+}
+
+/// A [`Unit`] as the build cache keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    key: String,
+    file: Option<String>,
+    skill: Option<Skill>,
+    diagnostics: Vec<KeptDiagnostic>,
+    digest: String,
+}
+
+impl Unit {
+    /// The unit as one line of JSON.
+    pub fn encode(&self) -> Option<String> {
+        let kept = Kept {
+            key: self.key.clone(),
+            file: self.file.clone(),
+            skill: self.skill.clone(),
+            diagnostics: self.diagnostics.iter().map(KeptDiagnostic::of).collect(),
+            digest: self.digest.clone(),
+        };
+        serde_json::to_string(&kept).ok()
+    }
+
+    /// The unit `key` kept as `payload`; `None` if the payload is not one of `key`.
+    pub fn decode(payload: &str, key: &str) -> Option<Unit> {
+        let kept: Kept = serde_json::from_str(payload).ok()?;
+        if kept.key != key || kept.digest.len() != 64 {
+            return None;
+        }
+        let diagnostics = kept
+            .diagnostics
+            .into_iter()
+            .map(KeptDiagnostic::back)
+            .collect::<Option<Vec<_>>>()?;
+        Some(Unit {
+            key: kept.key,
+            file: kept.file,
+            skill: kept.skill,
+            diagnostics,
+            digest: kept.digest,
+        })
+    }
+}
+
+/// The skills of an agent from its units (in file-name order): their diagnostics, and
+/// duplicate names reported.
+pub fn compile(units: &[Unit], diags: &mut Diagnostics) -> Vec<Skill> {
     let mut skills: Vec<Skill> = Vec::new();
     let mut first_seen: BTreeMap<String, String> = BTreeMap::new();
-    for entry in files {
-        let Some(skill) = compile_one(entry, place, diags) else {
+    for unit in units {
+        diags.extend(unit.diagnostics.iter().cloned());
+        let Some(skill) = &unit.skill else {
             continue;
         };
-        let file = entry.file();
+        let file = unit.file.clone().unwrap_or_else(|| unit.key.clone());
         if let Some(first) = first_seen.get(&skill.name) {
             diags.push(
                 Diagnostic::error(
                     code::DUPLICATE_SKILL,
                     format!("two skills are named `{}`", skill.name),
                 )
-                .file(file.display.clone())
+                .file(file)
                 .note(format!("the other one is `{first}`"))
                 .help("rename or remove one of them"),
             );
             continue;
         }
-        first_seen.insert(skill.name.clone(), file.display.clone());
-        skills.push(skill);
+        first_seen.insert(skill.name.clone(), file);
+        skills.push(skill.clone());
     }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
     skills
+}
+
+/// Compiles the skill of one entry of the agent directory at `prefix` (relative to the
+/// top-level directory `boundary`, which is canonical).
+pub fn compile_entry(
+    entry: &SkillFile,
+    prefix: &str,
+    boundary: &Path,
+    diags: &mut Diagnostics,
+) -> Option<Skill> {
+    compile_one(entry, links::Place { prefix, boundary }, diags)
 }
 
 /// Compiles one skill, reporting every problem it has (a frontmatter error does not
@@ -181,6 +250,7 @@ fn compile_one(
             split.body,
             split.body_offset,
             &skill_dir,
+            walked,
             place,
             &src,
             diags,
