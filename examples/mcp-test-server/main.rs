@@ -36,7 +36,8 @@ pub fn note(line: &str) {
             .append(true)
             .open(path)
     {
-        let _ = writeln!(file, "{line}");
+        // One write: calls handled side by side must not interleave their lines.
+        let _ = file.write_all(format!("{line}\n").as_bytes());
     }
 }
 
