@@ -80,7 +80,7 @@ pub fn tokens(text: &str) -> u64 {
 impl Budget {
     /// The budget of the agent of `manifest` and, nested, of each of its subagents.
     pub fn of(manifest: &Manifest) -> Budget {
-        let mut budget = measure(manifest);
+        let mut budget = measure(manifest, None);
         budget.subagents = manifest
             .subagents
             .iter()
@@ -197,26 +197,31 @@ fn count(n: usize, word: &str) -> String {
 }
 
 /// The budget of one agent, without its subagents.
-fn measure(manifest: &Manifest) -> Budget {
+/// `rendered`: the instructions as the build's trial render gave them, if it did.
+fn measure(manifest: &Manifest, rendered: Option<&str>) -> Budget {
     let listed: Vec<&crate::manifest::Tool> = manifest.tools.iter().filter(|t| !t.defer).collect();
-    let context = crate::template::Context::new(
-        &manifest.agent,
-        &manifest.agent.model,
-        listed.iter().copied(),
-        &manifest.skills,
-        SAMPLE_WORKSPACE.into(),
-        SAMPLE_DATE.into(),
-        manifest
-            .instructions
-            .env
-            .iter()
-            .map(|v| (v.clone(), String::new()))
-            .collect::<BTreeMap<_, _>>(),
-    );
     // A built manifest renders with the sample values (the build's trial render did);
     // should it not, the templates as written are the nearest measure.
-    let instructions = crate::template::render(&manifest.instructions, &context)
-        .map(|text| tokens(&text))
+    let render = || {
+        let context = crate::template::Context::new(
+            &manifest.agent,
+            &manifest.agent.model,
+            listed.iter().copied(),
+            &manifest.skills,
+            SAMPLE_WORKSPACE.into(),
+            SAMPLE_DATE.into(),
+            manifest
+                .instructions
+                .env
+                .iter()
+                .map(|v| (v.clone(), String::new()))
+                .collect::<BTreeMap<_, _>>(),
+        );
+        crate::template::render(&manifest.instructions, &context).map(|text| tokens(&text))
+    };
+    let instructions = rendered
+        .map(|text| Ok(tokens(text)))
+        .unwrap_or_else(render)
         .unwrap_or_else(|_| {
             manifest
                 .instructions
@@ -282,8 +287,8 @@ fn definition(tool: &crate::manifest::Tool) -> String {
 /// its subagents', which are checked where they are compiled) takes more than
 /// [`WARN_SHARE`] of its window; an error when it leaves less room than
 /// `max_output_tokens`. `file` is the agent's `agent.toml` as diagnostics name it.
-pub fn check(manifest: &Manifest, file: &str, diags: &mut Diagnostics) {
-    let budget = measure(manifest);
+pub fn check(manifest: &Manifest, rendered: Option<&str>, file: &str, diags: &mut Diagnostics) {
+    let budget = measure(manifest, rendered);
     let total = thousands(budget.total as usize);
     let window = thousands(budget.context_window as usize);
     let smaller = "defer skills (`deferred: true`) or connections (`defer = true`), shorten long descriptions, or disable tools the agent does not need";

@@ -18,7 +18,7 @@ pub fn compile(
     env_vars: &[String],
     sample: &Context,
     diags: &mut Diagnostics,
-) -> Instructions {
+) -> (Instructions, Option<String>) {
     let at = |rel: &str| {
         if display_prefix.is_empty() {
             rel.to_string()
@@ -68,6 +68,9 @@ pub fn compile(
     let sample = minijinja::Value::from(minijinja::value::Serde(sample));
     let mut budget = Budget::new();
     let mut out = Vec::new();
+    // What the trial render gave, joined as the run joins the parts: the context budget
+    // measures it instead of rendering again.
+    let mut rendered = Some(Vec::with_capacity(parts.len()));
     for file in parts {
         let src = SourceFile::new(&file.display, &file.text);
         let env = environment(budget.fuel);
@@ -76,17 +79,24 @@ pub fn compile(
             globals: &globals,
             src: &src,
         };
-        if check_part(&part, env_vars, &sample, &mut budget, diags) {
-            out.push(InstructionPart {
-                path: file.path.clone(),
-                template: file.text.clone(),
-            });
+        match check_part(&part, env_vars, &sample, &mut budget, diags) {
+            Some(text) => {
+                if let Some(texts) = &mut rendered {
+                    texts.push(text.trim_end().to_string());
+                }
+                out.push(InstructionPart {
+                    path: file.path.clone(),
+                    template: file.text.clone(),
+                });
+            }
+            None => rendered = None,
         }
     }
-    Instructions {
+    let instructions = Instructions {
         parts: out,
         env: env_vars.to_vec(),
-    }
+    };
+    (instructions, rendered.map(|texts| texts.join("\n\n")))
 }
 
 /// One instruction file and the environment it is checked in.
@@ -97,14 +107,15 @@ struct Part<'a> {
 }
 
 /// Checks one part: syntax, the variables it uses, then a trial render with the sample
-/// context inside what is left of the budget (the same limits as at run time).
+/// context inside what is left of the budget (the same limits as at run time). Returns
+/// the rendered text when the part is sound.
 fn check_part(
     part: &Part<'_>,
     env_vars: &[String],
     sample: &minijinja::Value,
     budget: &mut Budget,
     diags: &mut Diagnostics,
-) -> bool {
+) -> Option<String> {
     let Part { env, globals, src } = *part;
     let template = match env.template_from_named_str(&src.path, &src.text) {
         Ok(t) => t,
@@ -119,7 +130,7 @@ fn check_part(
                 )
                 .at_line(src, e.line().unwrap_or(1), None),
             );
-            return false;
+            return None;
         }
     };
     let mut undeclared: Vec<String> = template.undeclared_variables(true).into_iter().collect();
@@ -168,22 +179,27 @@ fn check_part(
             ok = false;
         }
     }
-    if ok && let Err(failure) = render_part(&template, sample, budget) {
-        let code = if failure.undefined {
-            code::UNDEFINED_VARIABLE
-        } else {
-            code::TEMPLATE_RENDER
-        };
-        diags.push(
-            Diagnostic::error(code, format!("template error: {}", failure.message)).at_line(
-                src,
-                failure.line.unwrap_or(1),
-                None,
-            ),
-        );
-        ok = false;
+    if !ok {
+        return None;
     }
-    ok
+    match render_part(&template, sample, budget) {
+        Ok(text) => Some(text),
+        Err(failure) => {
+            let code = if failure.undefined {
+                code::UNDEFINED_VARIABLE
+            } else {
+                code::TEMPLATE_RENDER
+            };
+            diags.push(
+                Diagnostic::error(code, format!("template error: {}", failure.message)).at_line(
+                    src,
+                    failure.line.unwrap_or(1),
+                    None,
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// Where each variable is first used inside `{{ }}` or `{% %}`, found in one pass over

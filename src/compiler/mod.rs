@@ -297,11 +297,12 @@ fn compile_files(
     tools.extend(subagents.iter().map(subagent_tool));
     check_collisions(&tools, &connections, diags);
 
-    // A trial render with sample values: every variable must exist.
+    // A trial render with sample values: every variable must exist. `tools` are the
+    // ones the run lists (deferred tools are found through `search_tools`).
     let sample = crate::template::Context::new(
         &config.agent,
         &config.agent.model,
-        &tools,
+        tools.iter().filter(|t| !t.defer),
         &skills,
         "/workspace".into(),
         "2000-01-01".into(),
@@ -311,7 +312,7 @@ fn compile_files(
             .map(|v| (v.clone(), String::new()))
             .collect::<BTreeMap<_, _>>(),
     );
-    let instructions = instructions::compile(
+    let (instructions, rendered) = instructions::compile(
         &files.instructions,
         &files.prefix,
         &config.instructions_env,
@@ -331,7 +332,7 @@ fn compile_files(
     };
     // Measured once the rest builds: until then the numbers are of an agent that is not.
     if !diags.has_errors() {
-        budget::check(&manifest, &at("agent.toml"), diags);
+        budget::check(&manifest, rendered.as_deref(), &at("agent.toml"), diags);
     }
     Some(manifest)
 }
