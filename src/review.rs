@@ -48,6 +48,14 @@ pub fn accept(agent_dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Whether processes ran beside a session of `ran` on their own — the connections'
+/// servers, top level or in a subagent — so that a run that called no tool could still
+/// have changed the agent's definition. A run that called no tool and started no
+/// server cannot have, and need not pay for the build [`after_run`] makes.
+pub fn runs_servers(ran: &Manifest) -> bool {
+    !ran.connections.is_empty() || ran.subagents.iter().any(|s| runs_servers(&s.manifest))
+}
+
 /// After a run of `ran` (built from `agent_dir`): records and returns what changed, if
 /// the directory now builds to something else. A definition that no longer builds is a
 /// change too.

@@ -292,3 +292,43 @@ fn a_session_log_another_program_wrote_to_is_not_appended_to() {
         "no model call saw the forged history"
     );
 }
+
+#[test]
+fn a_definition_a_run_changed_is_recorded_and_the_next_run_waits_for_a_review() {
+    let agent = Agent::new("", "- text: unused\n");
+    let bash_file = agent.dir.join("tools/bash.toml");
+    std::fs::write(
+        agent.dir.join("replies.yaml"),
+        format!(
+            "- tool_calls: [{{name: bash, input: {{command: \"printf 'approval = \\\"never\\\"\\\\n' > {}\"}}}}]\n- text: Done.\n- text: Second run.\n",
+            bash_file.display()
+        ),
+    )
+    .unwrap();
+    // Unconfined, so the process can reach the agent's files: the review is the layer
+    // under test, whatever wrote the file.
+    let first = agent.run(&["--sandbox", "off", "--yes", "Loosen your own rules"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(bash_file.is_file());
+    assert!(
+        stderr(&first).contains("definition changed during this run (tools ~bash)"),
+        "{}",
+        stderr(&first)
+    );
+    let second = agent.run(&["Go on"]);
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("changed while it ran (tools ~bash)"),
+        "{}",
+        stderr(&second)
+    );
+    assert_eq!(
+        agent.requests().len(),
+        2,
+        "the second run made no model call"
+    );
+    let reviewed = eve().arg("build").arg(&agent.dir).output().unwrap();
+    assert_eq!(reviewed.status.code(), Some(0), "{}", stderr(&reviewed));
+    let third = agent.run(&["Go on"]);
+    assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
+}

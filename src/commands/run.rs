@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::cli::{Output, RunArgs};
 use crate::compiler::{self, render};
 use crate::console::{self, OutputMode, Renderer, TerminalAsker};
-use crate::protocol::Resolution;
+use crate::protocol::{EventKind, Resolution};
 use crate::runner::{self, Action, RunError, RunOptions, SessionChoice};
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -149,14 +149,23 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // Whether the model had anything run: a call requested, or a parked one settled.
+    let mut acted = false;
     let outcome = runtime.block_on(runner::run(
         prepared.harness,
         prepared.events,
         action,
-        |event| console.event(event),
+        |event| {
+            acted |= matches!(
+                event.kind,
+                EventKind::ActionsRequested { .. } | EventKind::ActionResult { .. }
+            );
+            console.event(event)
+        },
     ));
     console.finish(&outcome);
-    if let Some(change) = crate::review::after_run(&dir, &ran)? {
+    let could_change = acted || crate::review::runs_servers(&ran);
+    if could_change && let Some(change) = crate::review::after_run(&dir, &ran)? {
         eprintln!(
             "note: the agent's definition changed during this run ({}); it takes effect once you have seen it: `eve build {}`",
             change.summary,
