@@ -951,3 +951,40 @@ fn refresh_builds_from_every_file_again() {
     // What it saw is recorded: the next build is a hit again.
     assert!(build(dir).cached);
 }
+
+#[test]
+fn eve_run_answers_from_the_cache_only_while_nothing_changed() {
+    let tmp = agent();
+    let dir = tmp.path();
+    std::fs::write(dir.join("replies.yaml"), "- text: One.\n- text: Two.\n").unwrap();
+    age(dir);
+    let log = dir.join("requests.jsonl");
+    let run = |prompt: &str| {
+        let out = common::eve()
+            .current_dir(dir)
+            .env("EVE_SCRIPTED_LOG", &log)
+            .args(["run", ".", "--model", "scripted:replies.yaml", prompt])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let system = |n: usize| -> String {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let request: serde_json::Value =
+            serde_json::from_str(text.lines().nth(n).unwrap()).unwrap();
+        request["system"].as_str().unwrap_or_default().to_string() + &request.to_string()
+    };
+    run("first");
+    assert!(system(0).contains("You help."));
+    // An edit between runs (older than the racy window, as an editor's save minutes
+    // ago would be): the second run must see it, not the cached manifest.
+    std::fs::write(dir.join("instructions.md"), "You help, in French.\n").unwrap();
+    age(dir);
+    run("second");
+    assert!(system(1).contains("You help, in French."), "{}", system(1));
+}

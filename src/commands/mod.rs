@@ -25,8 +25,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(&args),
         Command::Build(args) => build::run(&args),
         Command::Run(args) => {
-            isolate_secrets(&run::split_positionals(&args).0, &[]);
-            run::run(&args)
+            let built = isolate_secrets(&run::split_positionals(&args).0, &[]);
+            run::run(&args, built)
         }
         Command::Sessions(args) => sessions::run(&args),
         Command::Doctor(args) => doctor::run(&args),
@@ -70,28 +70,32 @@ fn print_all(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 }
 
 /// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's
-/// environment (see [`crate::secrets`]), with the variables in `also`.
-fn isolate_secrets(dir: &std::path::Path, also: &[&str]) {
+/// environment (see [`crate::secrets`]), with the variables in `also`. Returns the build
+/// made to learn their names, if one was made (it starts no server: a connection
+/// without a listing leaves it unsettled, never cached).
+fn isolate_secrets(dir: &std::path::Path, also: &[&str]) -> Option<crate::compiler::Build> {
+    let mut built = None;
     // The variables connections read with `${VAR}` are secrets too.
     let known = || {
-        let mut known = match crate::compiler::build(
+        let build = crate::compiler::build(
             dir,
             &crate::tools::builtin::CATALOG,
             crate::compiler::listing::Options::default(),
-        )
-        .manifest
-        {
+        );
+        let mut known = match &build.manifest {
             Some(manifest) => {
-                let mut known = crate::providers::key_variables(&manifest);
-                known.extend(crate::connections::variables(&manifest));
+                let mut known = crate::providers::key_variables(manifest);
+                known.extend(crate::connections::variables(manifest));
                 known
             }
             None => crate::providers::key_variables_builtin(),
         };
         known.extend(also.iter().map(|v| v.to_string()));
+        built = Some(build);
         known
     };
     if let Err(e) = crate::secrets::isolate(known) {
         eprintln!("warning: {e}; processes the agent starts may read the provider keys");
     }
+    built
 }

@@ -12,7 +12,9 @@ use crate::console::{self, OutputMode, Renderer, TerminalAsker};
 use crate::protocol::{EventKind, Resolution};
 use crate::runner::{self, Action, RunError, RunOptions, SessionChoice};
 
-pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+/// `built`: the build made before the run to learn the agent's secret variables, if any;
+/// when it came wholly from the cache it is the run's build too (nothing changed since).
+pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<ExitCode> {
     let mode = match args.output {
         Output::Text => OutputMode::Text,
         Output::Json => OutputMode::Json,
@@ -70,7 +72,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         return fail(&mut console, error);
     }
 
-    let build = crate::connections::build(&dir, false);
+    let build = match built {
+        Some(build) if build.cached => build,
+        _ => crate::connections::build(&dir, false),
+    };
     eprint!(
         "{}",
         render::human_report(build.diagnostics.iter(), &base, args.quiet)
