@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 
 use serde_json::{Value, json};
 
-use super::event::{DecodeError, FinishReason, StreamEvent, Usage};
+use super::event::{DecodeError, FinishReason, MAX_REPLY_PARTS, StreamEvent, Usage};
 use super::request::{EMPTY_REPLY, Message, ModelRequest, ToolKind};
 
 /// The version of Anthropic's web search tool eve declares.
@@ -139,6 +139,12 @@ impl AnthropicDecoder {
         {
             self.server_blocks = true;
         }
+        if !self.raw.contains_key(&index) && self.raw.len() >= MAX_REPLY_PARTS {
+            return Err(DecodeError::TooMany {
+                what: "content blocks",
+                limit: MAX_REPLY_PARTS,
+            });
+        }
         self.raw.insert(index, (block, String::new()));
         Ok(())
     }
@@ -151,12 +157,16 @@ impl AnthropicDecoder {
         let delta = &delta["delta"];
         match delta["type"].as_str() {
             Some("text_delta") => {
-                let text = format!(
-                    "{}{}",
-                    block["text"].as_str().unwrap_or_default(),
-                    delta["text"].as_str().unwrap_or_default()
-                );
-                block["text"] = Value::String(text);
+                // Appended in place: rebuilding the text at each delta was quadratic.
+                let piece = delta["text"].as_str().unwrap_or_default();
+                if let Some(fields) = block.as_object_mut() {
+                    match fields.get_mut("text") {
+                        Some(Value::String(text)) => text.push_str(piece),
+                        _ => {
+                            fields.insert("text".into(), Value::String(piece.to_string()));
+                        }
+                    }
+                }
             }
             Some("input_json_delta") => {
                 json.push_str(delta["partial_json"].as_str().unwrap_or_default())

@@ -86,7 +86,16 @@ pub enum DecodeError {
     /// The stream ended before its terminal event.
     #[error("the provider's stream ended before `{expected}`")]
     Truncated { expected: &'static str },
+    /// More content blocks or tool calls in one reply than any model sends: a hostile or
+    /// broken provider, stopped before it costs unbounded time and memory.
+    #[error("the provider's reply has more than {limit} {what}; eve stopped reading it")]
+    TooMany { what: &'static str, limit: usize },
 }
+
+/// The most content blocks (Anthropic) or tool calls (OpenAI) one reply may have. Models
+/// send a handful; each one costs the decoders a look-up, so a reply of a million would
+/// cost minutes and gigabytes.
+pub const MAX_REPLY_PARTS: usize = 1024;
 
 impl DecodeError {
     /// A payload serde could not read as the event it claims to be.
@@ -109,13 +118,14 @@ impl DecodeError {
                 message: secrets.redact(&message),
             },
             DecodeError::Truncated { expected } => DecodeError::Truncated { expected },
+            DecodeError::TooMany { what, limit } => DecodeError::TooMany { what, limit },
         }
     }
 
     /// Whether repeating the whole model call may succeed: overload, rate limit, server fault, cut stream.
     pub fn is_retryable(&self) -> bool {
         match self {
-            DecodeError::InvalidJson { .. } => false,
+            DecodeError::InvalidJson { .. } | DecodeError::TooMany { .. } => false,
             DecodeError::Truncated { .. } => true,
             DecodeError::Provider { kind, .. } => {
                 // OpenAI-compatible servers sometimes put the HTTP status in `code` instead of a type.

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::event::{DecodeError, FinishReason, StreamEvent, Usage};
+use super::event::{DecodeError, FinishReason, MAX_REPLY_PARTS, StreamEvent, Usage};
 use super::request::{EMPTY_REPLY, Message, ModelRequest};
 
 /// Turns the SSE `data:` payloads of one streamed Chat Completions call into [`StreamEvent`]s.
@@ -54,7 +54,7 @@ impl OpenAiDecoder {
             .find(|choice| choice.index == 0);
         if let Some(choice) = choice.filter(|_| !self.finished) {
             if let Some(delta) = choice.delta {
-                self.on_delta(delta, &mut out);
+                self.on_delta(delta, &mut out)?;
             }
             if let Some(reason) = choice.finish_reason {
                 out.extend(self.close_calls());
@@ -76,7 +76,7 @@ impl OpenAiDecoder {
         Ok(self.close_calls())
     }
 
-    fn on_delta(&mut self, delta: Delta, out: &mut Vec<StreamEvent>) {
+    fn on_delta(&mut self, delta: Delta, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
         // DeepSeek and vLLM say `reasoning_content`, OpenRouter and Ollama `reasoning`.
         let reasoning = [delta.reasoning_content, delta.reasoning]
             .into_iter()
@@ -89,11 +89,16 @@ impl OpenAiDecoder {
             out.push(StreamEvent::TextDelta(text));
         }
         for fragment in delta.tool_calls.unwrap_or_default() {
-            self.on_tool_call(fragment, out);
+            self.on_tool_call(fragment, out)?;
         }
+        Ok(())
     }
 
-    fn on_tool_call(&mut self, fragment: ToolCallFragment, out: &mut Vec<StreamEvent>) {
+    fn on_tool_call(
+        &mut self,
+        fragment: ToolCallFragment,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), DecodeError> {
         let id = fragment.id.filter(|id| !id.is_empty());
         let (name, arguments) = match fragment.function {
             Some(function) => (function.name.filter(|n| !n.is_empty()), function.arguments),
@@ -114,6 +119,13 @@ impl OpenAiDecoder {
         let index = match existing {
             Some(index) => index,
             None => {
+                // Bounded, so that finding a call's place above stays cheap.
+                if self.calls.len() >= MAX_REPLY_PARTS {
+                    return Err(DecodeError::TooMany {
+                        what: "tool calls",
+                        limit: MAX_REPLY_PARTS,
+                    });
+                }
                 // The dense index is the call's position, so no two calls ever share one.
                 // A missing id stays empty: the harness gives such calls ids of its own.
                 let index = self.calls.len();
@@ -139,6 +151,7 @@ impl OpenAiDecoder {
         if !delta.is_empty() {
             out.push(StreamEvent::ToolCallArgsDelta { index, delta });
         }
+        Ok(())
     }
 
     fn close_calls(&self) -> Vec<StreamEvent> {

@@ -49,6 +49,10 @@ pub struct SseParser {
 impl SseParser {
     /// Takes the next chunk of the body. An error (too large, not UTF-8) ends the stream.
     pub fn push(&mut self, chunk: &[u8]) -> Result<(), String> {
+        // An empty chunk (an empty HTTP/2 frame) must not cut a `\r\n` in two.
+        if chunk.is_empty() {
+            return Ok(());
+        }
         self.body += chunk.len() as u64;
         if self.body > MAX_BODY_BYTES {
             return Err(format!(
@@ -196,6 +200,14 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = whole.chunks(1).collect();
         assert_eq!(events(&bytes), expected);
+    }
+
+    #[test]
+    fn an_empty_chunk_between_cr_and_lf_does_not_end_the_event() {
+        assert_eq!(
+            events(&[b"data: a\r", b"", b"\ndata: b\n\n"]),
+            vec![pair("message", "a\nb")]
+        );
     }
 
     #[test]

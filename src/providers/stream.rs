@@ -320,6 +320,40 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     }
 
     #[tokio::test]
+    async fn a_reply_of_thousands_of_tool_calls_fails_instead_of_growing_without_bound() {
+        let mut body = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[".to_vec();
+        for i in 0..5_000 {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(format!("{{\"index\":{i}}}").as_bytes());
+        }
+        body.extend_from_slice(b"]}}]}\n\ndata: [DONE]\n\n");
+        let events = collect(vec![body], WireDecoder::OpenAi(OpenAiDecoder::new())).await;
+        let error = events.last().unwrap().clone().unwrap_err();
+        assert!(error.contains("more than 1024 tool calls"), "{error}");
+        // The stream stopped at the error: no more than the first 1,024 calls came out.
+        assert!(events.len() <= 2 * 1024 + 1, "{} events", events.len());
+    }
+
+    #[tokio::test]
+    async fn a_reply_of_thousands_of_content_blocks_fails_instead_of_growing_without_bound() {
+        let mut body = String::from(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+        );
+        for i in 0..2_000 {
+            body.push_str(&format!("event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{i},\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n"));
+        }
+        let events = collect(
+            vec![body.into_bytes()],
+            WireDecoder::Anthropic(AnthropicDecoder::new()),
+        )
+        .await;
+        let error = events.last().unwrap().clone().unwrap_err();
+        assert!(error.contains("more than 1024 content blocks"), "{error}");
+    }
+
+    #[tokio::test]
     async fn a_line_that_never_ends_fails_the_stream_instead_of_filling_memory() {
         // A hostile provider: `data: xxxx…` with no line end, a megabyte a chunk. The
         // stream ends with the reason once the event passes its limit; the rest of the
