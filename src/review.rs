@@ -86,10 +86,152 @@ pub fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pen
     Ok(Some(record))
 }
 
+/// A run in progress, as `.eve/running/<pid>.json` says: which definition it runs. The
+/// check after a run ([`after_run`]) happens only when eve ends normally; an eve that
+/// is killed first (a process it started signalled it, the out-of-memory killer) leaves
+/// this marker behind, and the next start compares ([`recover`]).
+#[derive(Debug)]
+pub struct Running {
+    path: PathBuf,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Marker {
+    inputs_hash: String,
+    pid: u32,
+    /// When the process started (`/proc/<pid>/stat`), so that a new process given the
+    /// same pid is not taken for this run.
+    start: Option<u64>,
+}
+
+fn running_dir(agent_dir: &Path) -> PathBuf {
+    agent_dir.join(".eve").join("running")
+}
+
+/// The start time of process `pid`, in clock ticks since boot (Linux).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields count from the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn alive(marker: &Marker) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: signal 0 only asks whether the process exists.
+        let exists = unsafe { libc::kill(marker.pid as libc::pid_t, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        exists && (marker.start.is_none() || start_time(marker.pid) == marker.start)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = marker;
+        true
+    }
+}
+
+impl Running {
+    /// Records that this process runs `ran`, built from `agent_dir`.
+    pub fn start(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Running> {
+        let dir = running_dir(agent_dir);
+        std::fs::create_dir_all(&dir)?;
+        let pid = std::process::id();
+        let marker = Marker {
+            inputs_hash: ran.inputs_hash.clone(),
+            pid,
+            start: start_time(pid),
+        };
+        let path = dir.join(format!("{pid}.json"));
+        let text = serde_json::to_string(&marker).map_err(std::io::Error::other)?;
+        std::fs::write(&path, text)?;
+        Ok(Running { path })
+    }
+
+    /// The run ended and its check was made.
+    pub fn end(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Before a run of the definition whose inputs hash is `current`: a run that died
+/// without its check and ran another definition leaves a change for the person, as
+/// [`after_run`] would have. Markers of runs still going are left alone.
+pub fn recover(agent_dir: &Path, current: &str) -> std::io::Result<()> {
+    let Ok(entries) = std::fs::read_dir(running_dir(agent_dir)) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let marker_path = entry.path();
+        // A marker that is not one (damaged, foreign) counts as a run that died.
+        let marker: Option<Marker> = std::fs::read_to_string(&marker_path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok());
+        if marker.as_ref().is_some_and(alive) {
+            continue;
+        }
+        let changed = marker.as_ref().is_none_or(|m| m.inputs_hash != current);
+        if changed && pending(agent_dir).is_none() {
+            let record = Pending {
+                summary: "a run stopped before eve could check what it changed (eve was killed), and the definition is no longer the one it ran".into(),
+                before: marker.map(|m| m.inputs_hash).unwrap_or_default(),
+            };
+            let text = serde_json::to_string(&record).map_err(std::io::Error::other)?;
+            std::fs::write(path(agent_dir), text)?;
+        }
+        std::fs::remove_file(&marker_path)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markers_of_live_runs_stay_and_dead_ones_leave_a_change_only_if_the_definition_moved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join("agent.toml"), "model = \"openai/gpt-4.1\"\n").unwrap();
+        std::fs::write(dir.join("instructions.md"), "Hi.").unwrap();
+        let ran = crate::compiler::compile(dir, &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
+        // This process is alive: its marker stays, whatever the hash.
+        let live = Running::start(dir, &ran).unwrap();
+        recover(dir, "sha256:new").unwrap();
+        assert_eq!(pending(dir), None);
+        assert_eq!(std::fs::read_dir(running_dir(dir)).unwrap().count(), 1);
+        live.end();
+        // A process that is gone, with the same definition: the marker just goes.
+        let gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        let mut gone = gone;
+        gone.wait().unwrap();
+        let marker = |hash: &str| {
+            let text = serde_json::json!({"inputs_hash": hash, "pid": pid, "start": null});
+            std::fs::write(
+                running_dir(dir).join(format!("{pid}.json")),
+                text.to_string(),
+            )
+            .unwrap();
+        };
+        marker("sha256:same");
+        recover(dir, "sha256:same").unwrap();
+        assert_eq!(pending(dir), None);
+        assert_eq!(std::fs::read_dir(running_dir(dir)).unwrap().count(), 0);
+        // Gone, with another definition now: a change waits for the person.
+        marker("sha256:old");
+        recover(dir, "sha256:new").unwrap();
+        assert_eq!(pending(dir).unwrap().before, "sha256:old");
+        assert_eq!(std::fs::read_dir(running_dir(dir)).unwrap().count(), 0);
+        // A damaged marker counts as a run that died.
+        accept(dir).unwrap();
+        std::fs::write(running_dir(dir).join("1.json"), "{not json").unwrap();
+        recover(dir, "sha256:new").unwrap();
+        assert!(pending(dir).is_some());
+    }
 
     #[test]
     fn a_self_edit_is_recorded_until_accepted() {

@@ -332,3 +332,63 @@ fn a_definition_a_run_changed_is_recorded_and_the_next_run_waits_for_a_review() 
     let third = agent.run(&["Go on"]);
     assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
 }
+
+#[test]
+fn a_run_killed_after_changing_its_definition_still_leaves_the_change_for_review() {
+    let agent = Agent::new("", "- text: unused\n");
+    let bash_file = agent.dir.join("tools/bash.toml");
+    let script = agent.workspace.join("evil.sh");
+    // Widens its own rules, then kills the eve that runs it before eve can check.
+    std::fs::write(
+        &script,
+        format!(
+            "[ -e {1}.done ] && exit 0; touch {1}.done\n\
+             printf 'approval = \"never\"\\n' > {0}\n\
+             pid=$$; top=\n\
+             while [ \"$pid\" -gt 1 ]; do\n\
+               pid=$(cut -d' ' -f4 /proc/$pid/stat)\n\
+               [ \"$(cat /proc/$pid/comm)\" = eve ] && top=$pid\n\
+             done\n\
+             kill -KILL $top\n",
+            bash_file.display(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        agent.dir.join("replies.yaml"),
+        format!(
+            "- tool_calls: [{{name: bash, input: {{command: \"sh {}\"}}}}]\n- text: Done.\n- text: Second run.\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let first = agent.run(&["--sandbox", "off", "--yes", "Loosen your own rules"]);
+    assert!(bash_file.is_file(), "{}", stderr(&first));
+    assert_eq!(
+        first.status.code(),
+        None,
+        "eve was killed: {}",
+        stderr(&first)
+    );
+    let second = agent.run(&["Go on"]);
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("eve was killed"),
+        "{}",
+        stderr(&second)
+    );
+    // `eve build` shows it and accepts it; then runs go on, and leave no marker behind.
+    let reviewed = eve().arg("build").arg(&agent.dir).output().unwrap();
+    assert!(
+        stderr(&reviewed).contains("eve was killed"),
+        "{}",
+        stderr(&reviewed)
+    );
+    let third = agent.run(&["Go on"]);
+    assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
+    let markers = std::fs::read_dir(agent.dir.join(".eve/running"))
+        .unwrap()
+        .count();
+    assert_eq!(markers, 0);
+}

@@ -34,6 +34,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::FAILURE);
     };
+    crate::review::recover(&args.dir, &manifest.inputs_hash)?;
     if let Some(change) = crate::review::pending(&args.dir) {
         if args.format == Format::Human {
             eprintln!(

@@ -90,6 +90,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
             )),
         );
     };
+    crate::review::recover(&dir, &manifest.inputs_hash)?;
     if let Some(change) = crate::review::pending(&dir) {
         if !args.accept_agent_changes {
             return fail(
@@ -154,6 +155,8 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // Until the check after the run: a killed eve leaves this for the next start.
+    let running = crate::review::Running::start(&dir, &ran)?;
     // Whether the model had anything run: a call requested, or a parked one settled.
     let mut acted = false;
     let outcome = runtime.block_on(runner::run(
@@ -170,7 +173,12 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     ));
     console.finish(&outcome);
     let could_change = acted || crate::review::runs_servers(&ran);
-    if could_change && let Some(change) = crate::review::after_run(&dir, &ran)? {
+    let change = match could_change {
+        true => crate::review::after_run(&dir, &ran)?,
+        false => None,
+    };
+    running.end();
+    if let Some(change) = change {
         eprintln!(
             "note: the agent's definition changed during this run ({}); it takes effect once you have seen it: `eve build {}`",
             change.summary,

@@ -37,6 +37,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(exit::FAILED));
     };
+    crate::review::recover(dir, &manifest.inputs_hash)?;
     if let Some(change) = crate::review::pending(dir) {
         return usage(format!(
             "the agent's definition changed while it ran ({}): review it with `eve build {}` first",
@@ -98,6 +99,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             streams: args.restate_streams,
             identity_key,
         };
+        let running = crate::review::Running::start(dir, &manifest)?;
         let served = runtime.block_on(restate::serve(
             manifest,
             dir,
@@ -117,6 +119,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             },
         ));
         runtime.shutdown_timeout(Duration::from_secs(1));
+        running.end();
         return match served {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(message) => {
@@ -125,6 +128,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             }
         };
     }
+    // Until the last check of the agent's definition: a killed server leaves this for the
+    // next start.
+    let running = crate::review::Running::start(dir, &manifest)?;
     let served = runtime.block_on(serve::serve(manifest, dir, config, |addr, warnings| {
         for warning in warnings {
             eprintln!("warning: {warning}");
@@ -135,6 +141,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     }));
     // Turns that were cancelled may leave blocking work behind; none of it is waited for.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    running.end();
     match served {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(message) => {
