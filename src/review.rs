@@ -154,6 +154,13 @@ impl Running {
     }
 }
 
+/// The change waiting for a person before a run of the definition whose inputs hash is
+/// `current`, counting runs that died before their check ([`recover`]).
+pub fn waiting(agent_dir: &Path, current: &str) -> std::io::Result<Option<Pending>> {
+    recover(agent_dir, current)?;
+    Ok(pending(agent_dir))
+}
+
 /// Before a run of the definition whose inputs hash is `current`: a run that died
 /// without its check and ran another definition leaves a change for the person, as
 /// [`after_run`] would have. Markers of runs still going are left alone.

@@ -34,8 +34,7 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::FAILURE);
     };
-    crate::review::recover(&args.dir, &manifest.inputs_hash)?;
-    if let Some(change) = crate::review::pending(&args.dir) {
+    if let Some(change) = crate::review::waiting(&args.dir, &manifest.inputs_hash)? {
         if args.format == Format::Human {
             eprintln!(
                 "note: the agent's definition changed while it ran: {}; this build accepts it",

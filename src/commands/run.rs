@@ -90,8 +90,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
             )),
         );
     };
-    crate::review::recover(&dir, &manifest.inputs_hash)?;
-    if let Some(change) = crate::review::pending(&dir) {
+    if let Some(change) = crate::review::waiting(&dir, &manifest.inputs_hash)? {
         if !args.accept_agent_changes {
             return fail(
                 &mut console,
@@ -173,9 +172,10 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     ));
     console.finish(&outcome);
     let could_change = acted || crate::review::runs_servers(&ran);
-    let change = match could_change {
-        true => crate::review::after_run(&dir, &ran)?,
-        false => None,
+    let change = if could_change {
+        crate::review::after_run(&dir, &ran)?
+    } else {
+        None
     };
     running.end();
     if let Some(change) = change {

@@ -37,8 +37,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(exit::FAILED));
     };
-    crate::review::recover(dir, &manifest.inputs_hash)?;
-    if let Some(change) = crate::review::pending(dir) {
+    if let Some(change) = crate::review::waiting(dir, &manifest.inputs_hash)? {
         return usage(format!(
             "the agent's definition changed while it ran ({}): review it with `eve build {}` first",
             change.summary,
