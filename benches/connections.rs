@@ -168,7 +168,7 @@ fn agent(dir: &Path, server: &Path, n: usize, env: &str) -> PathBuf {
 /// result read, redacted and capped). The rounds alternate; the best of each is kept.
 async fn calls(server: &Path, dir: &Path) -> (Duration, Duration, Duration) {
     let dir = agent(dir, server, 1, "");
-    let manifest = eve::connections::build(&dir, false).manifest.unwrap();
+    let manifest = std::sync::Arc::new(eve::connections::build(&dir, false).manifest.unwrap());
     let connections = eve::connections::Connections::new(&manifest, &dir, &dir, None).unwrap();
     let started = connections.start().await;
     assert!(started.error.is_none(), "{:?}", started.error);
@@ -267,8 +267,13 @@ fn catalog(runtime: &tokio::runtime::Runtime, dir: &Path, server: &Path) {
     write(&deferred, true);
     write(&listed, false);
     agent(&none, server, 0, "");
-    let size = |dir: &Path| -> (usize, usize, Registry, eve::manifest::Manifest) {
-        let manifest = eve::connections::build(dir, false).manifest.unwrap();
+    let size = |dir: &Path| -> (
+        usize,
+        usize,
+        Registry,
+        std::sync::Arc<eve::manifest::Manifest>,
+    ) {
+        let manifest = std::sync::Arc::new(eve::connections::build(dir, false).manifest.unwrap());
         let registry = match eve::connections::Connections::new(&manifest, dir, dir, None) {
             Some(connections) => {
                 let (external, missing) = connections.external();

@@ -208,6 +208,22 @@ fn peak_rss_mb(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// CPU seconds (user + system) `pid` has used so far, from `/proc/PID/stat`.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line; the words after `)` start at 3.
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|t| t.parse::<f64>().ok()))
+        .sum();
+    // SAFETY: sysconf only reads a configuration value.
+    let per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks / per_sec.max(1.0)
+}
+
 fn rss_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -348,6 +364,8 @@ async fn run(label: &str, work: usize, parked: usize) {
         collect(join_all(tasks).await);
     }
     let parked_rss = rss_mb(pid);
+    let eve_cpu_before = cpu_secs(pid);
+    let own_cpu_before = cpu_secs(std::process::id());
     let started = Instant::now();
     let tasks: Vec<_> = (0..work)
         .map(|i| {
@@ -361,6 +379,8 @@ async fn run(label: &str, work: usize, parked: usize) {
         .collect();
     collect(join_all(tasks).await);
     let total = started.elapsed();
+    let eve_cpu = cpu_secs(pid) - eve_cpu_before;
+    let own_cpu = cpu_secs(std::process::id()) - own_cpu_before;
     let settled_rss = rss_mb(pid);
     let peak = peak_rss_mb(pid);
     let seen = seen.lock().unwrap();
@@ -393,6 +413,14 @@ async fn run(label: &str, work: usize, parked: usize) {
         percentile(&between, 0.99),
         between.last().copied().unwrap_or(0.0),
         between.len()
+    );
+    let steps = (work * STEPS) as f64;
+    println!(
+        "  CPU: eve serve {:.2} s ({:.0} µs a step), this load generator and mock {:.2} s, on {} cores",
+        eve_cpu,
+        eve_cpu / steps.max(1.0) * 1e6,
+        own_cpu,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!(
         "  POST /eve/v1/session to the first model request: p50 {:.2} ms, p99 {:.2} ms",

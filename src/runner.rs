@@ -210,7 +210,7 @@ pub fn workspace(manifest: &Manifest, option: Option<&Path>) -> Result<PathBuf, 
 /// Sets up a harness for `manifest` built from `agent_dir`, in a new or an existing
 /// session; events arrive on the receiver.
 pub fn prepare(
-    manifest: Manifest,
+    manifest: impl Into<Arc<Manifest>>,
     agent_dir: &Path,
     options: &RunOptions,
 ) -> Result<Prepared, RunError> {
@@ -224,7 +224,7 @@ pub type JournalFor<'a> = &'a dyn Fn(SessionLog, Option<&Replayed>) -> Arc<dyn J
 /// Like [`prepare`], with the session's journal made by `journal` (a server wraps the
 /// log to feed its live readers).
 pub fn prepare_with(
-    manifest: Manifest,
+    manifest: impl Into<Arc<Manifest>>,
     agent_dir: &Path,
     options: &RunOptions,
     journal: JournalFor<'_>,
@@ -281,10 +281,11 @@ pub fn prepare_with(
 /// What every session's harness is built from: the workspace, the model, the sandbox,
 /// the hidden variables and the connections, as `options` ask.
 fn session_setup(
-    manifest: Manifest,
+    manifest: impl Into<Arc<Manifest>>,
     agent_dir: &Path,
     options: &RunOptions,
 ) -> Result<(Setup, Vec<String>), RunError> {
+    let manifest: Arc<Manifest> = manifest.into();
     let agent_dir = agent_dir
         .canonicalize()
         .map_err(|e| RunError::Failed(format!("`{}`: {e}", agent_dir.display())))?;
@@ -317,7 +318,7 @@ fn session_setup(
     let mut hidden_env = providers::key_variables(&manifest);
     hidden_env.extend(options.hidden_env.iter().cloned());
     let mut setup = Setup {
-        manifest: Arc::new(manifest),
+        manifest,
         agent_dir: agent_dir.clone(),
         workspace,
         provider: resolved.provider,
@@ -349,7 +350,7 @@ fn session_setup(
 /// durable engine keeps the session's state itself and rebuilds the session from
 /// `snapshot` (`None`: a new session).
 pub fn prepare_journaled(
-    manifest: Manifest,
+    manifest: impl Into<Arc<Manifest>>,
     agent_dir: &Path,
     options: &RunOptions,
     id: &str,

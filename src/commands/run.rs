@@ -110,6 +110,9 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     if !cached {
         compiler::write_manifest(&dir, &manifest)?;
     }
+    // Shared with the session, which reads it through the turn: no copy of a manifest
+    // that may list thousands of skills.
+    let manifest = Arc::new(manifest);
     let ran = manifest.clone();
 
     let action = match (resolution, args.compact) {

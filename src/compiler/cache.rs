@@ -214,6 +214,19 @@ pub fn within<T>(seen: Option<&Arc<Seen>>, f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Whether a build is recording what it looks at (see [`recording`]).
+pub fn active() -> bool {
+    CURRENT.with(|c| c.borrow().is_some())
+}
+
+/// Records `path` as it is now, looking at it only when a build records: a compile
+/// outside [`recording`] (`eve eval`, a test, the benchmark) pays nothing for the cache.
+pub fn look(path: &Path) {
+    if active() {
+        note(path, Fingerprint::now(path));
+    }
+}
+
 /// Records `path` as it is now.
 pub fn note(path: &Path, fingerprint: Option<Fingerprint>) {
     CURRENT.with(|c| {
@@ -561,11 +574,12 @@ impl Entry<'_> {
         })
     }
 
-    /// Whether the path is as recorded, and was recorded safely after its last change.
-    fn fresh(&self, started: i128) -> bool {
+    /// Whether the path, which is `now` now, is as recorded, and was recorded safely
+    /// after its last change.
+    fn fresh(&self, started: i128, now: Option<Fingerprint>) -> bool {
         match self.fingerprint {
-            None => Fingerprint::now(Path::new(self.path)).is_none(),
-            Some(f) => !f.racy(started) && Fingerprint::now(Path::new(self.path)) == Some(f),
+            None => now.is_none(),
+            Some(f) => !f.racy(started) && now == Some(f),
         }
     }
 
@@ -647,6 +661,43 @@ fn parse(text: &str) -> Option<Parsed<'_>> {
     })
 }
 
+/// Whether each of `entries` is as recorded, looking at each path once: a path the
+/// build's own entries and a unit's both hold (a skill's folder) is not looked at twice.
+fn freshness(entries: &[Entry<'_>], started: i128) -> Vec<bool> {
+    let look = |path: &str| Fingerprint::now(Path::new(path));
+    let now: Vec<Option<Fingerprint>> = if entries.len() >= PARALLEL_FROM {
+        let mut first: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+        let mut again = vec![None; entries.len()];
+        for (i, entry) in entries.iter().enumerate() {
+            if let Some(&at) = first.get(entry.path) {
+                again[i] = Some(at);
+            } else {
+                first.insert(entry.path, i);
+            }
+        }
+        let looked: Vec<Option<Fingerprint>> = entries
+            .par_iter()
+            .zip(again.par_iter())
+            .map(|(entry, again)| match again {
+                Some(_) => None,
+                None => look(entry.path),
+            })
+            .collect();
+        again
+            .iter()
+            .enumerate()
+            .map(|(i, again)| looked[again.unwrap_or(i)])
+            .collect()
+    } else {
+        entries.iter().map(|e| look(e.path)).collect()
+    };
+    entries
+        .iter()
+        .zip(now)
+        .map(|(entry, now)| entry.fresh(started, now))
+        .collect()
+}
+
 /// What the last build of the agent directory at `dir` (named by `identity`) can do for
 /// this one. `touched` are paths (relative to `dir`, with `/`) known to have changed,
 /// whatever their metadata says: the units holding them are compiled again, and the
@@ -659,44 +710,21 @@ pub fn check(dir: &Path, identity: &str, touched: &[String]) -> Verdict {
         return Verdict::default();
     };
     let started = parsed.started;
-    let fresh: Vec<bool> = if parsed.entries.len() >= PARALLEL_FROM {
-        parsed
-            .entries
-            .par_iter()
-            .map(|e| e.fresh(started))
-            .collect()
-    } else {
-        parsed.entries.iter().map(|e| e.fresh(started)).collect()
-    };
+    let fresh = freshness(&parsed.entries, started);
     let touches = |key: &str| {
         touched
             .iter()
             .any(|t| t == key || t.strip_prefix(key).is_some_and(|r| r.starts_with('/')))
     };
-    let mut reuse = HashMap::with_capacity(parsed.units.len());
-    let mut all_units = true;
-    for unit in &parsed.units {
+    let reusable = |unit: &ParsedUnit<'_>| {
         // A unit always looked at its own entry: one with no paths is not ours.
-        if !unit.entries.is_empty()
+        !unit.entries.is_empty()
             && fresh[unit.entries.clone()].iter().all(|f| *f)
             && !touches(unit.key)
-        {
-            reuse.insert(
-                unit.key.to_string(),
-                Unit {
-                    key: unit.key.to_string(),
-                    payload: unit.payload.to_string(),
-                    paths: parsed.entries[unit.entries.clone()]
-                        .iter()
-                        .map(Entry::record)
-                        .collect(),
-                },
-            );
-        } else {
-            all_units = false;
-        }
-    }
-    let unchanged = all_units && touched.is_empty() && fresh[..parsed.global].iter().all(|f| *f);
+    };
+    let unchanged = touched.is_empty()
+        && fresh[..parsed.global].iter().all(|f| *f)
+        && parsed.units.iter().all(reusable);
     let hit = parsed.inputs.filter(|_| unchanged).and_then(|inputs| {
         let mut diagnostics = Diagnostics::default();
         for json in &parsed.diagnostics {
@@ -708,6 +736,25 @@ pub fn check(dir: &Path, identity: &str, touched: &[String]) -> Verdict {
             eval_cases: parsed.eval_cases,
         })
     });
+    // On a hit nothing is compiled, so the units are not copied out (a thousand skills'
+    // payloads): they are only wanted when something must be built again.
+    let mut reuse = HashMap::new();
+    if hit.is_none() {
+        reuse.reserve(parsed.units.len());
+        for unit in parsed.units.iter().filter(|u| reusable(u)) {
+            reuse.insert(
+                unit.key.to_string(),
+                Unit {
+                    key: unit.key.to_string(),
+                    payload: unit.payload.to_string(),
+                    paths: parsed.entries[unit.entries.clone()]
+                        .iter()
+                        .map(Entry::record)
+                        .collect(),
+                },
+            );
+        }
+    }
     Verdict {
         hit,
         reuse: Reuse(reuse),
@@ -871,6 +918,32 @@ mod tests {
         assert!(verdict.hit.is_none() && verdict.reuse.is_empty());
     }
 
+    #[test]
+    fn a_path_recorded_twice_is_judged_by_what_it_is_now_in_both_places() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = (0..PARALLEL_FROM)
+            .map(|i| tmp.path().join(format!("f{i}")))
+            .collect();
+        for file in &files {
+            std::fs::write(file, "x").unwrap();
+            old(file);
+        }
+        let texts: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        let entry = |i: usize| Entry {
+            path: &texts[i],
+            fingerprint: Fingerprint::now(&files[i]),
+        };
+        // Every path, then the first ten again (as a unit repeats its skill's folder).
+        let entries: Vec<Entry<'_>> = (0..PARALLEL_FROM).chain(0..10).map(entry).collect();
+        let started = now_ns();
+        assert!(freshness(&entries, started).iter().all(|f| *f));
+        std::fs::write(&files[3], "longer").unwrap();
+        old(&files[3]);
+        let fresh = freshness(&entries, started);
+        let stale: Vec<usize> = (0..fresh.len()).filter(|&i| !fresh[i]).collect();
+        assert_eq!(stale, vec![3, PARALLEL_FROM + 3]);
+    }
+
     /// A cache of one unit and one path of the build's own, stored in `dir`.
     fn stored(dir: &Path) -> String {
         let (a, b) = (dir.join("a"), dir.join("b"));
@@ -885,7 +958,11 @@ mod tests {
         });
         store(dir, &seen, "a", outcome(&Diagnostics::default()));
         let verdict = check(dir, "a", &[]);
-        assert!(verdict.hit.is_some() && verdict.reuse.len() == 1);
+        // A hit compiles nothing, so it hands out no units.
+        assert!(verdict.hit.is_some() && verdict.reuse.is_empty());
+        // A change elsewhere (as a watcher reports one) is no hit: the unit is reused.
+        let verdict = check(dir, "a", &["agent.toml".to_string()]);
+        assert!(verdict.hit.is_none() && verdict.reuse.len() == 1);
         std::fs::read_to_string(path(dir)).unwrap()
     }
 

@@ -500,7 +500,7 @@ fn resolve_from(from: &str, case_file: &str, agent: &Agent<'_>) -> Result<PathBu
         let Ok(entry) = entry else { continue };
         if entry.file_type().is_dir() {
             // A link added inside shows as a change of its folder.
-            super::cache::is_dir(entry.path());
+            super::cache::look(entry.path());
         }
         if entry.path_is_symlink() {
             let leads_in = super::cache::canonicalize(entry.path())

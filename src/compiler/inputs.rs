@@ -136,7 +136,7 @@ impl AgentFiles {
             problems: Vec::new(),
         };
         // Its own listing: a first `tools/` or `instructions.md` shows as a change of it.
-        cache::is_dir(root);
+        cache::look(root);
         loader.hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
         loader
             .hasher
@@ -201,7 +201,7 @@ impl Loader {
     /// Reads `agent.toml` if it exists; one that exists but cannot be read is a problem.
     fn agent_toml(&mut self) -> AgentToml {
         let path = self.root.join("agent.toml");
-        cache::exists(&path);
+        cache::look(&path);
         match fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => AgentToml::Missing,
             _ => self
@@ -229,7 +229,7 @@ impl Loader {
                 })
             }
             Err(message) => {
-                cache::note(&path, cache::Fingerprint::now(&path));
+                cache::look(&path);
                 self.problem(rel, code::UNREADABLE, message);
                 None
             }
@@ -259,7 +259,7 @@ impl Loader {
             return None;
         }
         let dir = self.root.join(rel);
-        cache::is_dir(&dir);
+        cache::look(&dir);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
@@ -443,7 +443,7 @@ impl Loader {
             || {
                 // The entry itself, whatever it turns out to be: a unit never records
                 // nothing (see `cache::check`).
-                cache::exists(&self.root.join(&rel));
+                cache::look(&self.root.join(&rel));
                 let mut part = Loader {
                     root: self.root.clone(),
                     prefix: self.prefix.clone(),
@@ -501,7 +501,7 @@ impl Loader {
             EntryKind::Dir => {
                 let skill_md = format!("{rel}/SKILL.md");
                 // The folder itself: what it holds shows as a change of it.
-                cache::is_dir(&self.root.join(&rel));
+                cache::look(&self.root.join(&rel));
                 if !cache::exists(&self.root.join(&skill_md)) {
                     self.mark("other", &rel);
                     self.problem(
@@ -559,6 +559,7 @@ impl Loader {
             // so only folders (and links, whose targets may change) are recorded.
             if let Ok(entry) = &entry
                 && (entry.file_type().is_dir() || entry.path_is_symlink())
+                && cache::active()
             {
                 match entry.metadata() {
                     Ok(meta) => cache::note_meta(entry.path(), &meta),
@@ -700,7 +701,7 @@ fn leaves_boundary(path: &Path, boundary: &Path) -> Option<String> {
         return None;
     }
     // Where it leads: a link anywhere on the way that is pointed elsewhere changes it.
-    cache::note(path, cache::Fingerprint::now(path));
+    cache::look(path);
     let real = fs::canonicalize(path).ok()?;
     if real.starts_with(boundary) {
         return None;

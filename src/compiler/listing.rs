@@ -186,7 +186,7 @@ pub fn obtain(
 fn settle(agent_dir: &Path, connections: &[&Connection], known: Vec<Known>) -> Vec<Known> {
     for connection in connections {
         let path = cache_path(agent_dir, &connection.name);
-        super::cache::note(&path, super::cache::Fingerprint::now(&path));
+        super::cache::look(&path);
     }
     if known.iter().any(|k| !matches!(k, Known::Listed { .. })) {
         super::cache::unsettled();

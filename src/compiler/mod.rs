@@ -139,23 +139,31 @@ pub fn build_after(
 ) -> Build {
     let identity = identity(dir);
     // `--refresh` trusts no cache: every file is read and every server listed again.
-    let verdict = if options.refresh {
+    let mut verdict = if options.refresh {
         cache::Verdict::default()
     } else {
         cache::check(dir, &identity, touched)
     };
-    if let Some(hit) = verdict.hit
-        && let Some(manifest) = read_manifest(dir).filter(|m| m.inputs_hash == hit.inputs_hash)
-    {
-        return Build {
-            connections: manifest.connections.clone(),
-            manifest: Some(manifest),
-            evals: Vec::new(),
-            eval_count: hit.eval_cases,
-            diagnostics: hit.diagnostics,
-            cached: true,
-            reused_skills: 0,
-        };
+    if let Some(hit) = verdict.hit.take() {
+        if let Some(manifest) = read_manifest(dir).filter(|m| m.inputs_hash == hit.inputs_hash) {
+            return Build {
+                connections: manifest.connections.clone(),
+                manifest: Some(manifest),
+                evals: Vec::new(),
+                eval_count: hit.eval_cases,
+                diagnostics: hit.diagnostics,
+                cached: true,
+                reused_skills: 0,
+            };
+        }
+        // The inputs are as recorded but the manifest is gone or another: a hit hands
+        // out no units, so ask again with the manifest as the change, and every skill
+        // comes from the cache.
+        verdict = cache::check(
+            dir,
+            &identity,
+            &[format!("{}/manifest.json", crate::manifest::STATE_DIR)],
+        );
     }
     // `.eve/` first: creating it later would change the folder's own listing, which the
     // cache records, and spoil the next check.

@@ -184,7 +184,12 @@ mod tests {
             ),
             "{reason}"
         );
-        let registry = crate::tools::Registry::for_provider(&manifest, false, true, Some(&reason));
+        let registry = crate::tools::Registry::for_provider(
+            &std::sync::Arc::new(manifest.clone()),
+            false,
+            true,
+            Some(&reason),
+        );
         assert!(!registry.names().contains(&"bash".to_string()));
         let bash = registry
             .unavailable()

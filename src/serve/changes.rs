@@ -39,12 +39,11 @@ impl Changes {
     pub fn spawn(
         self: &Arc<Self>,
         agent_dir: PathBuf,
-        manifest: Manifest,
+        manifest: Arc<Manifest>,
         shutdown: CancellationToken,
     ) -> tokio::task::JoinHandle<()> {
         let changes = self.clone();
         tokio::spawn(async move {
-            let manifest = Arc::new(manifest);
             loop {
                 tokio::select! {
                     biased;

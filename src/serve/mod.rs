@@ -71,7 +71,7 @@ pub fn check_addr(addr: &SocketAddr, has_token: bool) -> Result<(), String> {
 pub struct State {
     config: Config,
     agent_dir: PathBuf,
-    manifest: Manifest,
+    manifest: Arc<Manifest>,
     /// The body of `GET /eve/v1/info`.
     info: Value,
     /// The token's digest (see [`guard`]).
@@ -108,7 +108,7 @@ pub async fn serve(
         turns: Arc::new(Semaphore::new(config.max_turns.max(1))),
         readers: Arc::new(Semaphore::new(config.max_readers)),
         agent_dir,
-        manifest,
+        manifest: Arc::new(manifest),
         info,
         index: index::Index::default(),
         shutdown: CancellationToken::new(),
@@ -165,8 +165,7 @@ pub async fn serve(
     }
     // The last turns may have ended after the checker stopped.
     let _ = checker.await;
-    let served = Arc::new(state.manifest.clone());
-    state.changes.check(&state.agent_dir, &served).await;
+    state.changes.check(&state.agent_dir, &state.manifest).await;
     match server.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),
@@ -279,15 +278,17 @@ pub(crate) fn describe(
     let withheld = sandbox.as_ref().and_then(|s| s.withheld.as_deref());
     // The connections' tools as the build listed them: their servers start with each
     // turn, so none runs now (nothing is started here).
+    // Once, at start: the registry shares the manifest its tools read.
+    let shared = Arc::new(manifest.clone());
     let registry = match crate::connections::Connections::new(manifest, agent_dir, &workspace, None)
     {
         Some(connections) => {
             let (external, missing) = connections.external();
             crate::tools::Registry::with_external(
-                manifest, hosted, true, withheld, external, missing,
+                &shared, hosted, true, withheld, external, missing,
             )
         }
-        None => crate::tools::Registry::for_provider(manifest, hosted, true, withheld),
+        None => crate::tools::Registry::for_provider(&shared, hosted, true, withheld),
     };
     let named = |name: &str, description: &str| json!({"name": name, "description": description});
     let info = json!({

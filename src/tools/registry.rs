@@ -48,7 +48,7 @@ pub struct Registry {
 /// Why eve cannot execute a tool of the manifest, if it cannot.
 fn executor(
     tool: &manifest::Tool,
-    manifest: &manifest::Manifest,
+    manifest: &Arc<manifest::Manifest>,
 ) -> Result<Arc<dyn ToolExec>, String> {
     match &tool.executor {
         Executor::Command { .. } => Ok(Arc::new(CommandTool::from_manifest(tool)?)),
@@ -86,7 +86,7 @@ impl Registry {
     /// Builds the registry. A tool eve cannot execute is left out (never offered to the
     /// model) and listed by [`Registry::unavailable`].
     pub fn from_manifest(manifest: &manifest::Manifest) -> Registry {
-        Registry::for_provider(manifest, false, true, None)
+        Registry::for_provider(&Arc::new(manifest.clone()), false, true, None)
     }
 
     /// Builds the registry for a provider: `hosted_web_search` says whether it runs
@@ -97,7 +97,7 @@ impl Registry {
     /// tools) are not offered, when the sandbox they would need is missing.
     /// The manifest's connection tools are left out, as no server runs.
     pub fn for_provider(
-        manifest: &manifest::Manifest,
+        manifest: &Arc<manifest::Manifest>,
         hosted_web_search: bool,
         can_ask: bool,
         processes_withheld: Option<&str>,
@@ -116,7 +116,7 @@ impl Registry {
     /// offer them now (`external`) instead of the manifest's, and the reasons the tools
     /// of connections that do not run are missing (`missing`).
     pub fn with_external(
-        manifest: &manifest::Manifest,
+        manifest: &Arc<manifest::Manifest>,
         hosted_web_search: bool,
         can_ask: bool,
         processes_withheld: Option<&str>,
@@ -649,7 +649,7 @@ mod tests {
             );
         }
         assert!(names.iter().any(|n| n == "ask_question"));
-        let child = Registry::for_provider(&manifest(), false, false, None);
+        let child = Registry::for_provider(&Arc::new(manifest()), false, false, None);
         let ask = child
             .unavailable()
             .iter()
@@ -833,7 +833,7 @@ mod catalog_tests {
             exec: Arc::new(Echo),
         })
         .collect();
-        Registry::with_external(&manifest, false, true, None, external, Vec::new())
+        Registry::with_external(&Arc::new(manifest), false, true, None, external, Vec::new())
     }
 
     fn call_tool(name: &str, input: Value) -> ToolCall {

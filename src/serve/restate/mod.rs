@@ -119,7 +119,7 @@ pub async fn serve(
         turns: Arc::new(tokio::sync::Semaphore::new(config.max_turns.max(1))),
         readers: Arc::new(tokio::sync::Semaphore::new(config.max_readers)),
         agent_dir,
-        manifest,
+        manifest: Arc::new(manifest),
         info,
         index: index::Index::default(),
         shutdown: shutdown.clone(),
@@ -176,8 +176,10 @@ pub async fn serve(
     let _ = tokio::time::timeout(state.config.grace, served).await;
     // The turns that ended after the checker stopped.
     let _ = checker.await;
-    let ran = Arc::new(state.manifest.clone());
-    worker.changes.check(&state.agent_dir, &ran).await;
+    worker
+        .changes
+        .check(&state.agent_dir, &state.manifest)
+        .await;
     match front.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),

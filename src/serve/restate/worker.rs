@@ -22,7 +22,7 @@ pub const HOLD_FILE_VAR: &str = "EVE_RESTATE_HOLD_FILE";
 /// One eve worker.
 #[derive(Debug)]
 pub struct Worker {
-    pub manifest: Manifest,
+    pub manifest: Arc<Manifest>,
     pub agent_dir: PathBuf,
     pub options: RunOptions,
     /// Records changes a turn on this worker makes to the agent's definition.
@@ -37,7 +37,7 @@ impl Worker {
             .filter(|h| !h.is_empty())
             .map(|h| (h, std::env::var_os(HOLD_FILE_VAR).map(PathBuf::from)));
         Worker {
-            manifest,
+            manifest: Arc::new(manifest),
             agent_dir,
             options,
             changes: Arc::default(),

@@ -150,10 +150,10 @@ impl ToolExec for AgentTool {
 }
 
 /// `agent` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(tool: &crate::manifest::Tool, manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(AgentTool {
         name: tool.name.clone(),
-        target: Target::Copy(std::sync::Arc::new(manifest.clone())),
+        target: Target::Copy(manifest.clone()),
         max_depth: max_depth(manifest),
     }))
 }

@@ -475,7 +475,7 @@ mod tests {
 }
 
 /// `bash` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(Bash::new(tool)?))
 }
 

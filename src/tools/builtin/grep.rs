@@ -603,7 +603,7 @@ fn push_cut(out: &mut String, line: &str, total: usize) {
 }
 
 /// `grep` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(GrepTool {
         timeout: std::time::Duration::from_secs(tool.timeout_secs.max(1)),
     }))

@@ -43,16 +43,18 @@ struct Input {
     name: String,
 }
 
-/// The `load_skill` tool over the manifest's skills.
+/// The `load_skill` tool over the manifest's skills. It shares the session's manifest
+/// rather than copying its skills: an agent may have thousands.
 #[derive(Debug, Clone)]
 pub struct LoadSkill {
-    pub skills: Vec<Skill>,
+    pub manifest: std::sync::Arc<crate::manifest::Manifest>,
 }
 
 impl LoadSkill {
     fn load(&self, name: &str, ctx: &ToolContext) -> ToolOutput {
-        let Some(skill) = self.skills.iter().find(|s| s.name == name) else {
-            let names: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
+        let skills: &[Skill] = &self.manifest.skills;
+        let Some(skill) = skills.iter().find(|s| s.name == name) else {
+            let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
             let hint = crate::suggest::closest(name, names.iter().copied())
                 .map(|near| format!(" Did you mean `{near}`?"))
                 .unwrap_or_default();
@@ -134,9 +136,9 @@ impl ToolExec for LoadSkill {
 }
 
 /// `load_skill` for an agent, configured by its manifest entry.
-pub fn build(_tool: &crate::manifest::Tool, manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(_tool: &crate::manifest::Tool, manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(LoadSkill {
-        skills: manifest.skills.clone(),
+        manifest: manifest.clone(),
     }))
 }
 
@@ -154,7 +156,7 @@ mod tests {
             .unwrap();
         let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG).manifest.unwrap();
         let tool = LoadSkill {
-            skills: manifest.skills.clone(),
+            manifest: std::sync::Arc::new(manifest),
         };
         // The workspace is the repository: resources show relative to it.
         let ctx = ToolContext::new(dir.parent().unwrap().to_path_buf(), dir.clone());
@@ -205,7 +207,7 @@ mod tests {
         .unwrap();
         let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG).manifest.unwrap();
         let tool = LoadSkill {
-            skills: manifest.skills,
+            manifest: std::sync::Arc::new(manifest),
         };
         let ctx = ToolContext::new(dir.clone(), dir.clone());
         assert_eq!(

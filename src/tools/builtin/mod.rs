@@ -34,7 +34,7 @@ macro_rules! builtins {
             pub fn build(
                 self,
                 tool: &manifest::Tool,
-                manifest: &Manifest,
+                manifest: &Arc<Manifest>,
             ) -> Result<Arc<dyn ToolExec>, String> {
                 match self {
                     $(Builtin::$variant => $module::build(tool, manifest)),+

@@ -94,6 +94,6 @@ impl ToolExec for SearchTools {
 }
 
 /// `search_tools` for an agent.
-pub fn build(_tool: &manifest::Tool, _manifest: &Manifest) -> Result<Arc<dyn ToolExec>, String> {
+pub fn build(_tool: &manifest::Tool, _manifest: &Arc<Manifest>) -> Result<Arc<dyn ToolExec>, String> {
     Ok(Arc::new(SearchTools))
 }

@@ -99,7 +99,7 @@ impl ToolExec for TodoTool {
 }
 
 /// `todo` for an agent, configured by its manifest entry.
-pub fn build(_tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(_tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(TodoTool))
 }
 

@@ -515,7 +515,7 @@ fn cap_chars(text: &str, cap: usize) -> (&str, usize) {
 }
 
 /// `web_fetch` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, _manifest: &crate::manifest::Manifest) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(WebFetchTool::from_manifest(tool)))
 }
 

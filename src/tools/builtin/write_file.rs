@@ -107,7 +107,7 @@ impl ToolExec for WriteFile {
 /// `write_file` for an agent, configured by its manifest entry.
 pub fn build(
     _tool: &crate::manifest::Tool,
-    _manifest: &crate::manifest::Manifest,
+    _manifest: &std::sync::Arc<crate::manifest::Manifest>,
 ) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(WriteFile))
 }
