@@ -277,7 +277,8 @@ fn compile_files(
             .into_iter()
             .partition(|r| r.connection == read.connection.name);
         routed = rest;
-        let (connection, offered) = connections::check(read, known, mine, diags);
+        let subagent = inherited.is_some().then_some(name.as_str());
+        let (connection, offered) = connections::check(read, known, mine, subagent, diags);
         tools.extend(offered);
         connections.push(connection);
     }
