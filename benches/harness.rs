@@ -333,8 +333,7 @@ fn resume_benchmark(dir: &Path) {
             .expect("builds");
         let watch = std::sync::Arc::new(Stopwatch(std::sync::Mutex::new(None)));
         let start = Instant::now();
-        let (log, replayed, _) =
-            eve::runner::open_session(&eve::session::store::path(dir, &id)).unwrap();
+        let (log, replayed, _) = eve::runner::open_session(dir, &id).unwrap();
         let config = eve::harness::Setup {
             manifest: std::sync::Arc::new(manifest),
             agent_dir: dir.to_path_buf(),

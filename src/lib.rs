@@ -24,6 +24,7 @@ pub mod secrets;
 pub mod serve;
 pub mod session;
 pub mod shell;
+pub mod statedir;
 pub mod suggest;
 pub mod sync;
 pub mod template;

@@ -11,7 +11,7 @@
 //! seen it: `eve build` shows the change and accepts it, `eve run
 //! --accept-agent-changes` shows it and goes on.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,25 +27,42 @@ pub struct Pending {
     pub before: String,
 }
 
-fn path(agent_dir: &Path) -> PathBuf {
-    agent_dir.join(".eve").join("agent-changes.json")
-}
+/// The record's name in `.eve/`.
+const RECORD: &str = "agent-changes.json";
 
-/// The change waiting for a person, if any. A damaged record counts as a change.
-pub fn pending(agent_dir: &Path) -> Option<Pending> {
-    let text = std::fs::read_to_string(path(agent_dir)).ok()?;
-    Some(serde_json::from_str(&text).unwrap_or(Pending {
+/// The largest record or marker read (a record is one line of summary).
+const MAX_RECORD_BYTES: u64 = 1024 * 1024;
+
+/// The change waiting for a person, if any. A damaged record (or something else in its
+/// place) counts as a change; a `.eve` that is a link is an error
+/// ([`crate::statedir`]).
+pub fn pending(agent_dir: &Path) -> std::io::Result<Option<Pending>> {
+    let Some(eve) = crate::statedir::open(agent_dir, &[])? else {
+        return Ok(None);
+    };
+    let damaged = || Pending {
         summary: "the record of the agent's changes is damaged".into(),
         before: String::new(),
-    }))
+    };
+    Ok(match eve.read(RECORD, MAX_RECORD_BYTES) {
+        Ok(None) => None,
+        Ok(Some(bytes)) => Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| damaged())),
+        Err(_) => Some(damaged()),
+    })
 }
 
 /// The person has seen the change: forget it.
 pub fn accept(agent_dir: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path(agent_dir)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
+    if let Some(eve) = crate::statedir::open(agent_dir, &[])? {
+        eve.remove(RECORD)?;
     }
+    Ok(())
+}
+
+/// Writes `record` for the person, in the agent directory's own `.eve`.
+fn record(agent_dir: &Path, record: &Pending) -> std::io::Result<()> {
+    let text = serde_json::to_string(record).map_err(std::io::Error::other)?;
+    crate::statedir::create(agent_dir, &[])?.write(RECORD, text.as_bytes())
 }
 
 /// Whether processes ran beside a session of `ran` on their own — the connections'
@@ -78,12 +95,10 @@ pub fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pen
         None => "the definition no longer builds".to_string(),
     };
     // A change already waiting keeps its starting point: everything since then is new.
-    let before = pending(agent_dir).map_or_else(|| ran.inputs_hash.clone(), |p| p.before);
-    let record = Pending { summary, before };
-    let text = serde_json::to_string(&record).map_err(std::io::Error::other)?;
-    std::fs::create_dir_all(agent_dir.join(".eve"))?;
-    std::fs::write(path(agent_dir), text)?;
-    Ok(Some(record))
+    let before = pending(agent_dir)?.map_or_else(|| ran.inputs_hash.clone(), |p| p.before);
+    let change = Pending { summary, before };
+    record(agent_dir, &change)?;
+    Ok(Some(change))
 }
 
 /// A run in progress, as `.eve/running/<pid>.json` says: which definition it runs. The
@@ -92,7 +107,8 @@ pub fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pen
 /// this marker behind, and the next start compares ([`recover`]).
 #[derive(Debug)]
 pub struct Running {
-    path: PathBuf,
+    dir: crate::statedir::StateDir,
+    name: String,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -104,9 +120,8 @@ struct Marker {
     start: Option<u64>,
 }
 
-fn running_dir(agent_dir: &Path) -> PathBuf {
-    agent_dir.join(".eve").join("running")
-}
+/// The markers' folder in `.eve/`.
+const RUNNING: &str = "running";
 
 /// The start time of process `pid`, in clock ticks since boot (Linux).
 fn start_time(pid: u32) -> Option<u64> {
@@ -134,23 +149,32 @@ fn alive(marker: &Marker) -> bool {
 impl Running {
     /// Records that this process runs `ran`, built from `agent_dir`.
     pub fn start(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Running> {
-        let dir = running_dir(agent_dir);
-        std::fs::create_dir_all(&dir)?;
+        let dir = crate::statedir::create(agent_dir, &[RUNNING])?;
+        let running = Running {
+            dir,
+            name: format!("{}.json", std::process::id()),
+        };
+        running.now_runs(ran)?;
+        Ok(running)
+    }
+
+    /// This process runs `ran` from now on (`eve dev` applied another build): a kill
+    /// from here is compared with it. The marker is replaced whole, by a rename, so a
+    /// kill in the middle leaves the old one or the new one.
+    pub fn now_runs(&self, ran: &Manifest) -> std::io::Result<()> {
         let pid = std::process::id();
         let marker = Marker {
             inputs_hash: ran.inputs_hash.clone(),
             pid,
             start: start_time(pid),
         };
-        let path = dir.join(format!("{pid}.json"));
         let text = serde_json::to_string(&marker).map_err(std::io::Error::other)?;
-        std::fs::write(&path, text)?;
-        Ok(Running { path })
+        self.dir.write(&self.name, text.as_bytes())
     }
 
     /// The run ended and its check was made.
     pub fn end(self) {
-        let _ = std::fs::remove_file(&self.path);
+        let _ = self.dir.remove(&self.name);
     }
 }
 
@@ -158,35 +182,36 @@ impl Running {
 /// `current`, counting runs that died before their check ([`recover`]).
 pub fn waiting(agent_dir: &Path, current: &str) -> std::io::Result<Option<Pending>> {
     recover(agent_dir, current)?;
-    Ok(pending(agent_dir))
+    pending(agent_dir)
 }
 
 /// Before a run of the definition whose inputs hash is `current`: a run that died
 /// without its check and ran another definition leaves a change for the person, as
 /// [`after_run`] would have. Markers of runs still going are left alone.
 pub fn recover(agent_dir: &Path, current: &str) -> std::io::Result<()> {
-    let Ok(entries) = std::fs::read_dir(running_dir(agent_dir)) else {
+    let Some(dir) = crate::statedir::open(agent_dir, &[RUNNING])? else {
         return Ok(());
     };
-    for entry in entries.flatten() {
-        let marker_path = entry.path();
-        // A marker that is not one (damaged, foreign) counts as a run that died.
-        let marker: Option<Marker> = std::fs::read_to_string(&marker_path)
+    // A name starting with a dot is a marker being written (see `StateDir::write`).
+    for name in dir.names()?.into_iter().filter(|n| !n.starts_with('.')) {
+        // A marker that is not one (damaged, foreign, a link) counts as a run that died.
+        let marker: Option<Marker> = dir
+            .read(&name, MAX_RECORD_BYTES)
             .ok()
-            .and_then(|text| serde_json::from_str(&text).ok());
+            .flatten()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
         if marker.as_ref().is_some_and(alive) {
             continue;
         }
         let changed = marker.as_ref().is_none_or(|m| m.inputs_hash != current);
-        if changed && pending(agent_dir).is_none() {
-            let record = Pending {
+        if changed && pending(agent_dir)?.is_none() {
+            let change = Pending {
                 summary: "a run stopped before eve could check what it changed (eve was killed), and the definition is no longer the one it ran".into(),
                 before: marker.map(|m| m.inputs_hash).unwrap_or_default(),
             };
-            let text = serde_json::to_string(&record).map_err(std::io::Error::other)?;
-            std::fs::write(path(agent_dir), text)?;
+            record(agent_dir, &change)?;
         }
-        std::fs::remove_file(&marker_path)?;
+        dir.remove(&name)?;
     }
     Ok(())
 }
@@ -208,8 +233,11 @@ mod tests {
         // This process is alive: its marker stays, whatever the hash.
         let live = Running::start(dir, &ran).unwrap();
         recover(dir, "sha256:new").unwrap();
-        assert_eq!(pending(dir), None);
-        assert_eq!(std::fs::read_dir(running_dir(dir)).unwrap().count(), 1);
+        assert_eq!(pending(dir).unwrap(), None);
+        assert_eq!(
+            std::fs::read_dir(dir.join(".eve/running")).unwrap().count(),
+            1
+        );
         live.end();
         // A process that is gone, with the same definition: the marker just goes.
         let gone = std::process::Command::new("true").spawn().unwrap();
@@ -219,25 +247,31 @@ mod tests {
         let marker = |hash: &str| {
             let text = serde_json::json!({"inputs_hash": hash, "pid": pid, "start": null});
             std::fs::write(
-                running_dir(dir).join(format!("{pid}.json")),
+                dir.join(".eve/running").join(format!("{pid}.json")),
                 text.to_string(),
             )
             .unwrap();
         };
         marker("sha256:same");
         recover(dir, "sha256:same").unwrap();
-        assert_eq!(pending(dir), None);
-        assert_eq!(std::fs::read_dir(running_dir(dir)).unwrap().count(), 0);
+        assert_eq!(pending(dir).unwrap(), None);
+        assert_eq!(
+            std::fs::read_dir(dir.join(".eve/running")).unwrap().count(),
+            0
+        );
         // Gone, with another definition now: a change waits for the person.
         marker("sha256:old");
         recover(dir, "sha256:new").unwrap();
-        assert_eq!(pending(dir).unwrap().before, "sha256:old");
-        assert_eq!(std::fs::read_dir(running_dir(dir)).unwrap().count(), 0);
+        assert_eq!(pending(dir).unwrap().unwrap().before, "sha256:old");
+        assert_eq!(
+            std::fs::read_dir(dir.join(".eve/running")).unwrap().count(),
+            0
+        );
         // A damaged marker counts as a run that died.
         accept(dir).unwrap();
-        std::fs::write(running_dir(dir).join("1.json"), "{not json").unwrap();
+        std::fs::write(dir.join(".eve/running").join("1.json"), "{not json").unwrap();
         recover(dir, "sha256:new").unwrap();
-        assert!(pending(dir).is_some());
+        assert!(pending(dir).unwrap().is_some());
     }
 
     #[test]
@@ -254,9 +288,9 @@ mod tests {
         std::fs::write(dir.join("tools/bash.toml"), "approval = \"never\"\n").unwrap();
         let recorded = after_run(dir, &ran).unwrap().unwrap();
         assert_eq!(recorded.summary, "tools ~bash");
-        assert_eq!(pending(dir), Some(recorded));
+        assert_eq!(pending(dir).unwrap(), Some(recorded));
         accept(dir).unwrap();
-        assert_eq!(pending(dir), None);
+        assert_eq!(pending(dir).unwrap(), None);
         accept(dir).unwrap();
     }
 }

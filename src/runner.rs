@@ -242,7 +242,7 @@ pub fn prepare_with(
             };
             if options.persist {
                 let path = store::path(&agent_dir, &id);
-                let log = SessionLog::open(&path).map_err(|e| {
+                let log = SessionLog::open(&agent_dir, &id).map_err(|e| {
                     failed(format!(
                         "cannot open the session log `{}`: {e}",
                         path.display()
@@ -259,14 +259,16 @@ pub fn prepare_with(
                 warnings,
             });
         }
-        SessionChoice::Latest => store::latest(&agent_dir).ok_or_else(|| {
-            RunError::Failed(format!(
-                "`{agent}` has no session to continue yet: run it without --continue first"
-            ))
-        })?,
+        SessionChoice::Latest => store::latest(&agent_dir)
+            .map_err(|e| RunError::Failed(e.to_string()))?
+            .ok_or_else(|| {
+                RunError::Failed(format!(
+                    "`{agent}` has no session to continue yet: run it without --continue first"
+                ))
+            })?,
         SessionChoice::Id(id) => store::find(&agent_dir, id).map_err(RunError::Failed)?,
     };
-    let (log, replayed, repaired) = open_session(&store::path(&agent_dir, &id)).map_err(failed)?;
+    let (log, replayed, repaired) = open_session(&agent_dir, &id).map_err(failed)?;
     setup.journal = Some(journal(log, Some(&replayed)));
     setup.provider.bind_session(&store::dir(&agent_dir), &id);
     let harness = Harness::resume(setup, emitter, replayed.snapshot()).map_err(failed)?;
@@ -363,7 +365,7 @@ pub fn prepare_journaled(
     // one machine share (best effort, as for a logged session).
     let sessions = store::dir(&setup.agent_dir);
     if setup.provider.name() == "scripted" {
-        let _ = std::fs::create_dir_all(&sessions);
+        let _ = crate::statedir::create(&setup.agent_dir, &["sessions"]);
     }
     setup.provider.bind_session(&sessions, id);
     let (emitter, _events) = Emitter::channel();
@@ -377,10 +379,14 @@ pub fn prepare_journaled(
 
 /// Opens a session log (taking its lock) and repairs it: a torn last line is dropped, a
 /// turn a crash left open is closed. Returns the open log, the session and what was repaired.
-pub fn open_session(path: &Path) -> Result<(SessionLog, Replayed, Vec<String>), String> {
+pub fn open_session(
+    agent_dir: &Path,
+    id: &str,
+) -> Result<(SessionLog, Replayed, Vec<String>), String> {
+    let path = &store::path(agent_dir, id);
     // Lock first: a torn last line is cut, and that must never be a line another
     // eve process is writing right now.
-    let log = SessionLog::open(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let log = SessionLog::open(agent_dir, id).map_err(|e| format!("`{}`: {e}", path.display()))?;
     let mut replayed = replay::load(path)?;
     if replayed.session_id.is_empty() {
         return Err(format!(

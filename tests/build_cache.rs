@@ -855,10 +855,27 @@ fn a_cache_or_manifest_kept_outside_the_agent_directory_is_not_trusted() {
     symlink(&state, dir.join(".eve")).unwrap();
     forge_skill(dir);
     let forged = std::fs::read(state.join("build-cache")).unwrap();
-    let after = build(dir);
+    let listed = || {
+        let mut names: Vec<_> = std::fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listed();
+    let after = compiler::build(dir, &CATALOG, eve::compiler::listing::Options::default());
     assert_not_forged(dir, &after, "a linked .eve");
     assert_eq!(after.reused_skills, 0);
     assert_eq!(std::fs::read(state.join("build-cache")).unwrap(), forged);
+    // Nor is the manifest written there: a linked `.eve` is an error.
+    let refused = compiler::write_manifest(dir, after.manifest.as_ref().unwrap()).unwrap_err();
+    assert!(
+        format!("{refused:#}")
+            .contains("is a symbolic link; eve keeps its state only in a real folder"),
+        "{refused:#}"
+    );
+    assert_eq!(listed(), before);
 }
 
 #[test]

@@ -392,3 +392,89 @@ fn a_run_killed_after_changing_its_definition_still_leaves_the_change_for_review
         .count();
     assert_eq!(markers, 0);
 }
+
+/// A copy of the minimal fixture with a scripted model, `link` inside it a symbolic link
+/// to a folder elsewhere (planted, as a cloned agent directory could hold it), and a
+/// file the scripted model logs its requests to, outside both.
+struct Planted {
+    agent: common::TempCopy,
+    elsewhere: tempfile::TempDir,
+    requests: PathBuf,
+}
+
+impl Planted {
+    fn new(link: &str) -> Planted {
+        let agent = common::copy_to_temp(&common::fixtures().join("valid/minimal"));
+        std::fs::write(
+            agent.path().join("replies.yaml"),
+            "- text: Hello.\n- text: Again.\n",
+        )
+        .unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let link = agent.path().join(link);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), &link).unwrap();
+        let requests = elsewhere.path().with_extension("requests.jsonl");
+        Planted {
+            agent,
+            elsewhere,
+            requests,
+        }
+    }
+
+    fn eve(&self, command: &str) -> std::process::Output {
+        let mut cmd = eve();
+        cmd.current_dir(self.agent.path())
+            .env("EVE_SCRIPTED_LOG", &self.requests)
+            .arg(command)
+            .arg(self.agent.path());
+        if command == "run" {
+            cmd.args(["--model", "scripted:replies.yaml", "hello"]);
+        }
+        cmd.write_stdin("").output().unwrap()
+    }
+
+    /// What eve wrote through the link.
+    fn written_elsewhere(&self) -> Vec<String> {
+        walkdir::WalkDir::new(self.elsewhere.path())
+            .min_depth(1)
+            .into_iter()
+            .map(|e| e.unwrap().path().display().to_string())
+            .collect()
+    }
+
+    fn refused(&self, output: &std::process::Output, link: &str) {
+        let message = format!(
+            "`{}` is a symbolic link; eve keeps its state only in a real folder",
+            self.agent.path().join(link).display()
+        );
+        assert!(stderr(output).contains(&message), "{}", stderr(output));
+        assert_ne!(output.status.code(), Some(0), "{}", stderr(output));
+        assert_eq!(self.written_elsewhere(), Vec::<String>::new());
+        assert!(!self.requests.exists(), "no model call was made");
+    }
+}
+
+#[test]
+fn a_planted_eve_link_is_refused_and_nothing_is_written_through_it() {
+    let planted = Planted::new(".eve");
+    let built = planted.eve("build");
+    planted.refused(&built, ".eve");
+    let ran = planted.eve("run");
+    planted.refused(&ran, ".eve");
+    assert!(
+        std::fs::symlink_metadata(planted.agent.path().join(".eve"))
+            .unwrap()
+            .is_symlink(),
+        "the link is left for the person to look at"
+    );
+}
+
+#[test]
+fn a_planted_sessions_link_is_refused_before_the_conversation_is_logged() {
+    let planted = Planted::new(".eve/sessions");
+    let ran = planted.eve("run");
+    planted.refused(&ran, ".eve/sessions");
+    // The rest of `.eve` is eve's own folder and was used as such.
+    assert!(planted.agent.path().join(".eve/manifest.json").is_file());
+}

@@ -15,7 +15,7 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("error: `{}` is not a folder", dir.display());
                 return Ok(ExitCode::from(super::EXIT_USAGE));
             }
-            let rows = show::rows(dir);
+            let rows = show::rows(dir)?;
             if rows.is_empty() {
                 eprintln!("no sessions yet in `{}`", store::dir(dir).display());
                 return Ok(ExitCode::SUCCESS);
@@ -100,12 +100,10 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            if let Err(e) = session::remove(&store::path(dir, &id)) {
+            if let Err(e) = session::remove(dir, &id) {
                 eprintln!("error: cannot remove session {id}: {e}");
                 return Ok(ExitCode::FAILURE);
             }
-            // The scripted provider's place in its script, if this session used one.
-            let _ = std::fs::remove_file(store::dir(dir).join(format!("{id}.scripted")));
             eprintln!("removed session {id}");
             Ok(ExitCode::SUCCESS)
         }

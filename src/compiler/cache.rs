@@ -399,6 +399,7 @@ pub struct Outcome<'a> {
     pub eval_cases: usize,
 }
 
+#[cfg(test)]
 fn path(dir: &Path) -> PathBuf {
     dir.join(".eve").join(FILE)
 }
@@ -410,30 +411,14 @@ const FILE: &str = "build-cache";
 /// the manifest) as an untrusted file: only if `.eve` is a folder and the file a regular
 /// one of at most `limit` bytes, neither reached through a symbolic link — a link there
 /// would make eve trust a file kept outside the agent directory — and never waiting on a
-/// FIFO. `None` for anything else: the caller then builds from the files.
+/// FIFO ([`crate::statedir`]). `None` for anything else: the caller then builds from the
+/// files.
 pub fn read_own(dir: &Path, name: &str, limit: u64) -> Option<String> {
-    use std::io::Read as _;
-    let eve = crate::tools::beneath::open_dir(rustix::fs::CWD, dir.join(".eve")).ok()?;
-    let file = crate::tools::beneath::open_file(&eve, name).ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > limit {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(limit + 1).read_to_end(&mut bytes).ok()?;
-    if bytes.len() as u64 > limit {
-        return None;
-    }
+    let bytes = crate::statedir::open(dir, &[])
+        .ok()??
+        .read(name, limit)
+        .ok()??;
     String::from_utf8(bytes).ok()
-}
-
-/// `.eve` of `dir`, if it is a folder of the agent directory and not a link to one
-/// elsewhere: eve's state is written there only.
-fn own_dir(dir: &Path) -> Option<PathBuf> {
-    let eve = dir.join(".eve");
-    std::fs::symlink_metadata(&eve)
-        .is_ok_and(|m| m.is_dir())
-        .then_some(eve)
 }
 
 fn now_ns() -> i128 {
@@ -525,19 +510,9 @@ pub fn store(dir: &Path, seen: &Seen, identity: &str, outcome: Option<Outcome<'_
     }
     let sum = crate::text::hex(&Sha256::digest(body.as_bytes()));
     let text = format!("{}\n{sum}\n{body}", header());
-    let _ = std::fs::create_dir_all(dir.join(".eve"));
-    let Some(eve) = own_dir(dir) else {
-        return;
-    };
-    // A new file of a name nobody could plant a link at, then renamed over the cache.
-    let Ok(mut tmp) = tempfile::Builder::new()
-        .prefix(".build-cache.")
-        .tempfile_in(&eve)
-    else {
-        return;
-    };
-    if std::io::Write::write_all(&mut tmp, text.as_bytes()).is_ok() {
-        let _ = tmp.persist(path(dir));
+    // Never through a link at `.eve` or at the cache's name (see `crate::statedir`).
+    if let Ok(eve) = crate::statedir::create(dir, &[]) {
+        let _ = eve.write(FILE, text.as_bytes());
     }
 }
 

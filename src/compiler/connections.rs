@@ -464,21 +464,23 @@ fn check_pattern(toml: &TomlFile, key: &str, pattern: &Spanned<String>) -> bool 
 
 /// Checks what a connection file and its tool overrides say against the server's
 /// listing, and returns the tools it offers (none when there is no listing).
+/// `subagent` names the subagent whose connection it is (`None`: the agent's own).
 pub fn check(
     read: &Read,
     known: &Known,
     overrides: Vec<RoutedOverride>,
+    subagent: Option<&str>,
     diags: &mut Diagnostics,
 ) -> (Connection, Vec<Tool>) {
     let mut connection = read.connection.clone();
     let name = connection.name.clone();
     match known {
         Known::Failed { reason, stale } => {
+            // Subagents may each have a connection of the same name: say whose it is.
+            let whose = subagent.map_or_else(String::new, |s| format!(" of subagent `{s}`"));
+            let message = format!("cannot list the tools of connection `{name}`{whose}: {reason}");
             let diagnostic = if connection.required && stale.is_none() {
-                Diagnostic::error(
-                    code::CONNECTION_NOT_LISTED,
-                    format!("cannot list the tools of connection `{name}`: {reason}"),
-                )
+                Diagnostic::error(code::CONNECTION_NOT_LISTED, message)
                 .help("check that the server starts (`eve connections` shows it), or set `required = false` to build without it")
             } else {
                 let then = if stale.is_some() {
@@ -486,11 +488,7 @@ pub fn check(
                 } else {
                     "its tool names are checked when a session starts it"
                 };
-                Diagnostic::warning(
-                    code::CONNECTION_UNREACHABLE,
-                    format!("cannot list the tools of connection `{name}`: {reason}"),
-                )
-                .note(then)
+                Diagnostic::warning(code::CONNECTION_UNREACHABLE, message).note(then)
             };
             diags.push(diagnostic.file(connection.file.clone()));
         }

@@ -79,17 +79,30 @@ struct CacheFile {
     listing: Listing,
 }
 
+/// The listings' folder in `.eve/`.
+const CACHE_DIR: &str = "connections";
+/// A larger cached listing is not read (it is listed again).
+const MAX_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Where the listing of `name` is cached.
 pub fn cache_path(agent_dir: &Path, name: &str) -> PathBuf {
     agent_dir
-        .join(".eve")
-        .join("connections")
-        .join(format!("{name}.json"))
+        .join(crate::statedir::NAME)
+        .join(CACHE_DIR)
+        .join(cache_file(name))
 }
 
-/// The cached listing of `connection`, if one exists for the file as it is now.
+fn cache_file(name: &str) -> String {
+    format!("{name}.json")
+}
+
+/// The cached listing of `connection`, if one exists for the file as it is now (read
+/// beneath the agent directory, never through a link: [`crate::statedir`]).
 pub fn read_cache(agent_dir: &Path, connection: &Connection) -> Option<Listing> {
-    let bytes = std::fs::read(cache_path(agent_dir, &connection.name)).ok()?;
+    let bytes = crate::statedir::open(agent_dir, &[CACHE_DIR])
+        .ok()??
+        .read(&cache_file(&connection.name), MAX_CACHE_BYTES)
+        .ok()??;
     let file: CacheFile = serde_json::from_slice(&bytes).ok()?;
     (file.key == connection.key).then_some(file.listing)
 }
@@ -102,21 +115,15 @@ pub fn write_cache(
     listing: &Listing,
 ) -> Result<(), String> {
     let path = cache_path(agent_dir, &connection.name);
-    let dir = path.parent().unwrap_or(agent_dir);
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
     let file = CacheFile {
         key: connection.key.clone(),
         listing: listing.clone(),
     };
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
     bytes.push(b'\n');
-    let tmp = dir.join(format!(
-        ".{}.json.{}.tmp",
-        connection.name,
-        std::process::id()
-    ));
-    std::fs::write(&tmp, &bytes).map_err(|e| format!("cannot write `{}`: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write `{}`: {e}", path.display()))
+    crate::statedir::create(agent_dir, &[CACHE_DIR])
+        .and_then(|dir| dir.write(&cache_file(&connection.name), &bytes))
+        .map_err(|e| format!("cannot write `{}`: {e}", path.display()))
 }
 
 /// What the build knows of each connection of the agent in `agent_dir`: cached listings

@@ -52,9 +52,12 @@ pub struct Build {
     pub connections: Vec<crate::manifest::connection::Connection>,
 }
 
+/// The manifest's name in `.eve/`.
+const MANIFEST_FILE: &str = "manifest.json";
+
 /// Where the manifest of an agent directory is written.
 pub fn manifest_path(dir: &Path) -> PathBuf {
-    dir.join(".eve").join("manifest.json")
+    dir.join(crate::statedir::NAME).join(MANIFEST_FILE)
 }
 
 /// Compiles the agent directory at `dir` in memory, against the built-in tools of
@@ -167,7 +170,7 @@ pub fn build_after(
     }
     // `.eve/` first: creating it later would change the folder's own listing, which the
     // cache records, and spoil the next check.
-    let _ = std::fs::create_dir_all(dir.join(".eve"));
+    let _ = crate::statedir::create(dir, &[]);
     let seen = std::sync::Arc::new(cache::Seen::reusing(verdict.reuse));
     let mut build = cache::recording(&seen, || compile_with(dir, catalog, options));
     build.reused_skills = seen.reused();
@@ -282,7 +285,8 @@ fn compile_files(
             .into_iter()
             .partition(|r| r.connection == read.connection.name);
         routed = rest;
-        let (connection, offered) = connections::check(read, known, mine, diags);
+        let subagent = inherited.is_some().then_some(name.as_str());
+        let (connection, offered) = connections::check(read, known, mine, subagent, diags);
         tools.extend(offered);
         connections.push(connection);
     }
@@ -487,20 +491,15 @@ pub fn manifest_bytes(manifest: &Manifest) -> anyhow::Result<Vec<u8>> {
 pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<bool> {
     let path = manifest_path(dir);
     let bytes = manifest_bytes(manifest)?;
-    if std::fs::read(&path).is_ok_and(|old| old == bytes) {
+    let eve = crate::statedir::create(dir, &[])
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
+    if eve
+        .read(MANIFEST_FILE, MAX_MANIFEST_BYTES)
+        .is_ok_and(|old| old.is_some_and(|old| old == bytes))
+    {
         return Ok(false);
     }
-    let eve_dir = dir.join(".eve");
-    std::fs::create_dir_all(&eve_dir)
-        .with_context(|| format!("cannot create `{}`", eve_dir.display()))?;
-    // A new file under a random name (never a link someone planted), renamed over.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".manifest.json.")
-        .tempfile_in(&eve_dir)
-        .with_context(|| format!("cannot write in `{}`", eve_dir.display()))?;
-    std::io::Write::write_all(&mut tmp, &bytes)
-        .with_context(|| format!("cannot write in `{}`", eve_dir.display()))?;
-    tmp.persist(&path)
+    eve.write(MANIFEST_FILE, &bytes)
         .with_context(|| format!("cannot write `{}`", path.display()))?;
     Ok(true)
 }
@@ -511,7 +510,7 @@ const MAX_MANIFEST_BYTES: u64 = 256 * 1024 * 1024;
 /// Reads a manifest written by [`write_manifest`]; `None` if absent, not a regular
 /// file, reached through a link (see [`cache::read_own`]), or from another eve.
 pub fn read_manifest(dir: &Path) -> Option<Manifest> {
-    let text = cache::read_own(dir, "manifest.json", MAX_MANIFEST_BYTES)?;
+    let text = cache::read_own(dir, MANIFEST_FILE, MAX_MANIFEST_BYTES)?;
     serde_json::from_str::<Manifest>(&text)
         .ok()
         .filter(|m| m.schema_version == SCHEMA_VERSION)

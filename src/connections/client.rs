@@ -103,14 +103,6 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// Where a connection's server writes its stderr, in the agent directory.
-fn log_path(agent_dir: &Path, name: &str) -> std::path::PathBuf {
-    agent_dir
-        .join(".eve")
-        .join("logs")
-        .join(format!("{name}.log"))
-}
-
 impl Client {
     /// Starts the server and initialises the session (the SDK negotiates the protocol
     /// version), all within the connection's startup timeout.
@@ -144,7 +136,10 @@ impl Client {
                 )?;
                 plan.sandbox = sandbox;
                 plan.cache = cache;
-                let log = log_path(place.agent_dir, &connection.name);
+                let log = super::spawn::Log {
+                    agent_dir: place.agent_dir.to_path_buf(),
+                    name: connection.name.clone(),
+                };
                 let shown = format!(".eve/logs/{}.log", connection.name);
                 let header = format!(
                     "--- eve {}: started `{}` at {} ---\n",
@@ -153,7 +148,7 @@ impl Client {
                     crate::ids::now_rfc3339()
                 );
                 let (mut process, stdout, stdin) =
-                    Process::start(&plan, &log, shown, &header, secrets.clone())?;
+                    Process::start(&plan, log, shown, &header, secrets.clone())?;
                 let transport =
                     AsyncRwTransport::new(stdout, stdin).with_max_line_length(MAX_MESSAGE);
                 let started = tokio::time::timeout(timeout, handler.serve(transport)).await;

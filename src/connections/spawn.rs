@@ -203,7 +203,7 @@ impl Process {
     /// Starts `plan`; stderr is appended to `log` (redacted, capped).
     pub fn start(
         plan: &Plan,
-        log: &Path,
+        log: Log,
         log_shown: String,
         header: &str,
         secrets: Redactor,
@@ -233,13 +233,7 @@ impl Process {
         };
         let tail = Arc::new(Mutex::new(Tail::default()));
         let pump = child.stderr.take().map(|stderr| {
-            tokio::spawn(pump(
-                stderr,
-                log.to_path_buf(),
-                header.to_string(),
-                tail.clone(),
-                secrets,
-            ))
+            tokio::spawn(pump(stderr, log, header.to_string(), tail.clone(), secrets))
         });
         Ok((
             Process {
@@ -307,12 +301,16 @@ impl Drop for Process {
 /// bytes), keeping the end for error messages; reads to the end whatever it keeps.
 async fn pump(
     mut stderr: tokio::process::ChildStderr,
-    log: PathBuf,
+    log: Log,
     header: String,
     tail: Arc<Mutex<Tail>>,
     secrets: Redactor,
 ) {
-    let mut file = open_log(&log, &header).await;
+    let mut file = tokio::task::spawn_blocking(move || open_log(&log, &header))
+        .await
+        .ok()
+        .flatten()
+        .map(tokio::fs::File::from_std);
     let mut written: u64 = 0;
     let mut buf = vec![0u8; 8192];
     loop {
@@ -339,22 +337,24 @@ async fn pump(
     }
 }
 
-async fn open_log(log: &Path, header: &str) -> Option<tokio::fs::File> {
-    if let Some(dir) = log.parent() {
-        tokio::fs::create_dir_all(dir).await.ok()?;
-    }
-    let too_big = tokio::fs::metadata(log)
-        .await
-        .is_ok_and(|m| m.len() > LOG_KEEP);
-    let mut file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .append(!too_big)
-        .write(true)
-        .truncate(too_big)
-        .open(log)
-        .await
+/// Where a server's stderr is kept: `.eve/logs/<name>.log` of its agent directory.
+#[derive(Debug, Clone)]
+pub struct Log {
+    pub agent_dir: PathBuf,
+    pub name: String,
+}
+
+/// Opens the log to append to it, emptied first when over [`LOG_KEEP`]: beneath the
+/// agent directory, never through a link ([`crate::statedir`]). Best effort.
+fn open_log(log: &Log, header: &str) -> Option<std::fs::File> {
+    let mut file = crate::statedir::create(&log.agent_dir, &["logs"])
+        .ok()?
+        .append(&format!("{}.log", log.name))
         .ok()?;
-    let _ = file.write_all(header.as_bytes()).await;
+    if file.metadata().is_ok_and(|m| m.len() > LOG_KEEP) {
+        file.set_len(0).ok()?;
+    }
+    let _ = std::io::Write::write_all(&mut file, header.as_bytes());
     Some(file)
 }
 

@@ -6,6 +6,7 @@
 //! diagnostics and leaves the last good build active. Each turn reopens the session
 //! from its log with the active build, so the conversation carries across reloads.
 
+pub mod history;
 pub mod reload;
 pub mod watch;
 
@@ -64,6 +65,8 @@ pub enum Input {
 struct Dev {
     options: DevOptions,
     base: String,
+    /// The marker naming the active build while tools may run (see [`crate::review`]).
+    running: crate::review::Running,
     active: Manifest,
     /// A good build waiting for the next turn.
     pending: Option<(Manifest, String)>,
@@ -90,12 +93,22 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
         );
         return Ok(runner::exit::FAILED);
     };
+    // As `eve run`: a change the agent made to its definition (also in a run that was
+    // killed before its check) waits for the person before anything runs it.
+    if let Some(change) = crate::review::waiting(&options.dir, &active.inputs_hash)? {
+        eprintln!(
+            "error: the agent's definition changed while it ran ({}): review it with `eve build {}`, then start eve dev again",
+            change.summary,
+            crate::text::shell_word(&base)
+        );
+        return Ok(runner::exit::USAGE);
+    }
     if !build_cached {
         compiler::write_manifest(&options.dir, &active)?;
     }
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let session = if options.resume {
-        store::latest(&options.dir)
+        store::latest(&options.dir)?
     } else {
         None
     };
@@ -110,9 +123,13 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     } else {
         None
     };
+    // Until the check after the last turn: a killed eve dev leaves this for the next
+    // start, naming the build that was active.
+    let running = crate::review::Running::start(&options.dir, &active)?;
     let mut dev = Dev {
         options,
         base,
+        running,
         active,
         pending: None,
         connections: None,
@@ -157,7 +174,21 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     }
     if let Some(connections) = dev.connections.take() {
         runtime.block_on(connections.stop());
+        // The servers ran on after the last turn's check, as `eve run` checks once its
+        // servers have stopped; against the newest build the person was shown, whose
+        // edits are theirs.
+        let shown = dev.pending.as_ref().map_or(&dev.active, |(m, _)| m);
+        match crate::review::after_run(&dev.options.dir, shown) {
+            Ok(Some(change)) => eprintln!(
+                "note: the agent's definition changed while its servers ran ({}); it takes effect once you have seen it: `eve build {}`",
+                change.summary,
+                crate::text::shell_word(&dev.base)
+            ),
+            Ok(None) => {}
+            Err(e) => eprintln!("error: cannot record the agent's changes: {e}"),
+        }
     }
+    dev.running.end();
     Ok(runner::exit::COMPLETED)
 }
 
@@ -177,14 +208,17 @@ fn spawn_reader(
     ready: mpsc::Receiver<()>,
     printer: mpsc::Sender<Box<dyn rustyline::ExternalPrinter + Send>>,
 ) {
-    let history = dir.join(".eve").join("dev_history");
+    let dir = dir.to_path_buf();
     std::thread::spawn(move || {
         if interactive {
             let Ok(mut editor) = rustyline::DefaultEditor::new() else {
                 let _ = tx.send(Input::Eof);
                 return;
             };
-            let _ = editor.load_history(&history);
+            let mut history = history::History::load(&dir);
+            for line in history.lines() {
+                let _ = editor.add_history_entry(line.as_str());
+            }
             if let Ok(external) = editor.create_external_printer() {
                 let _ = printer.send(Box::new(external));
             }
@@ -192,7 +226,7 @@ fn spawn_reader(
                 match editor.readline("› ") {
                     Ok(line) => {
                         let _ = editor.add_history_entry(line.as_str());
-                        let _ = editor.save_history(&history);
+                        history.add(&dir, &line);
                         if tx.send(Input::Line(line)).is_err() {
                             return;
                         }
@@ -331,12 +365,26 @@ impl Dev {
     fn turn(&mut self, action: Action, runtime: &tokio::runtime::Runtime) {
         // A definition the agent changed itself waits for the person's /accept.
         let mut previous = None;
-        if let Some(change) = crate::review::pending(&self.options.dir) {
+        let on_disk = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
+        let waiting = match crate::review::waiting(&self.options.dir, &on_disk.inputs_hash) {
+            Ok(waiting) => waiting,
+            Err(e) => {
+                eprintln!("error: cannot check the agent's definition: {e}");
+                return;
+            }
+        };
+        if let Some(change) = waiting {
             eprintln!(
                 "note: still using the last build you saw: the agent's definition changed while it ran ({}); /accept uses it",
                 change.summary
             );
-        } else if let Some((manifest, _)) = self.pending.take() {
+        } else if let Some((manifest, summary)) = self.pending.take() {
+            // The marker names the new build before any of its tools can run.
+            if let Err(e) = self.running.now_runs(&manifest) {
+                eprintln!("error: cannot record the build this session runs: {e}");
+                self.pending = Some((manifest, summary));
+                return;
+            }
             previous = Some(std::mem::replace(&mut self.active, manifest));
         }
         self.servers(previous.as_ref(), runtime);
@@ -505,14 +553,15 @@ impl Dev {
                 }
             }
             "/accept" => match crate::review::pending(&self.options.dir) {
-                None => eprintln!("the definition did not change while the agent ran"),
-                Some(change) => match crate::review::accept(&self.options.dir) {
+                Ok(None) => eprintln!("the definition did not change while the agent ran"),
+                Ok(Some(change)) => match crate::review::accept(&self.options.dir) {
                     Ok(()) => {
                         eprintln!("accepted: {} (from the next turn)", change.summary);
                         self.rebuild(&[]);
                     }
                     Err(e) => eprintln!("error: {e}"),
                 },
+                Err(e) => eprintln!("error: {e}"),
             },
             "/new" => {
                 self.session = None;

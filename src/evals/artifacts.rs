@@ -7,9 +7,10 @@ use super::results::{CaseResult, Summary};
 
 /// Creates a new artifacts folder under `agent_dir`, named after the time (UTC).
 pub fn create(agent_dir: &Path) -> Result<PathBuf, String> {
-    let base = agent_dir.join(".eve").join("evals");
-    std::fs::create_dir_all(&base)
-        .map_err(|e| format!("cannot create `{}`: {e}", base.display()))?;
+    // Beneath the agent directory, never through a link ([`crate::statedir`]); the
+    // folder made in it is new, so nothing can have been planted inside.
+    let base = crate::statedir::create(agent_dir, &["evals"])
+        .map_err(|e| format!("cannot create the eval artifacts folder: {e}"))?;
     let stamp: String = crate::ids::now_rfc3339()
         .chars()
         .take(19)
@@ -21,16 +22,15 @@ pub fn create(agent_dir: &Path) -> Result<PathBuf, String> {
         } else {
             format!("{stamp}Z-{n}")
         };
-        let dir = base.join(name);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
+        match base.make_dir(&name) {
+            Ok(dir) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("cannot create `{}`: {e}", dir.display())),
+            Err(e) => return Err(format!("cannot create an eval artifacts folder: {e}")),
         }
     }
     Err(format!(
         "cannot create an artifacts folder in `{}`",
-        base.display()
+        base.path().display()
     ))
 }
 

@@ -121,7 +121,7 @@ pub async fn serve(
     let recovered = state.clone();
     let notes = tokio::task::spawn_blocking(move || recover(&recovered))
         .await
-        .map_err(|e| format!("reading the sessions stopped unexpectedly: {e}"))?;
+        .map_err(|e| format!("reading the sessions stopped unexpectedly: {e}"))??;
     for note in notes {
         eprintln!("note: {note}");
     }
@@ -204,12 +204,13 @@ pub(crate) fn watch_signals(shutdown: CancellationToken) -> Result<(), String> {
 }
 
 /// Indexes every session on disk, repairing each as `eve run` would (a turn a crash
-/// left open is closed as `interrupted`). Returns what it repaired or could not read.
-fn recover(state: &State) -> Vec<String> {
+/// left open is closed as `interrupted`). Returns what it repaired or could not read;
+/// a sessions folder eve cannot keep its state in (a link) is an error.
+fn recover(state: &State) -> Result<Vec<String>, String> {
     let mut notes = Vec::new();
-    for id in store::list(&state.agent_dir) {
+    for id in store::list(&state.agent_dir).map_err(|e| e.to_string())? {
         let path = store::path(&state.agent_dir, &id);
-        let read = match runner::open_session(&path) {
+        let read = match runner::open_session(&state.agent_dir, &id) {
             Ok((log, replayed, repaired)) => {
                 for fix in repaired {
                     notes.push(format!("session {id}: {fix}"));
@@ -242,7 +243,7 @@ fn recover(state: &State) -> Vec<String> {
             Err(e) => notes.push(format!("session {id} is not served: {e}")),
         }
     }
-    notes
+    Ok(notes)
 }
 
 /// The body of `GET /eve/v1/info`, and what the sandbox cannot enforce here. Resolving

@@ -65,12 +65,11 @@ fn lock_exclusive(_file: &File) -> std::io::Result<()> {
 }
 
 impl SessionLog {
-    /// Opens `path` for appending, creating it (and its folder) if needed, and takes its lock.
-    pub fn open(path: &Path) -> std::io::Result<SessionLog> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+    /// Opens the log of session `id` of `agent_dir` for appending, creating it (and its
+    /// folder) if needed, never through a link ([`store::open_log`]), and takes its lock.
+    pub fn open(agent_dir: &Path, id: &str) -> std::io::Result<SessionLog> {
+        let path = store::path(agent_dir, id);
+        let file = store::open_log(agent_dir, id)?;
         lock_exclusive(&file).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
@@ -79,7 +78,7 @@ impl SessionLog {
         })?;
         let length = file.metadata()?.len();
         Ok(SessionLog {
-            path: path.to_path_buf(),
+            path,
             inner: Mutex::new(Inner {
                 file,
                 pending: Vec::new(),
@@ -209,16 +208,17 @@ pub fn in_use(path: &Path) -> bool {
         .is_ok_and(|file| lock_exclusive(&file).is_err())
 }
 
-/// Takes the lock of a session log to delete it: refused while an eve process holds it.
-pub fn remove(path: &Path) -> std::io::Result<()> {
-    let file = OpenOptions::new().append(true).open(path)?;
+/// Takes the lock of the log of session `id` to delete it: refused while an eve process
+/// holds it. Never through a link ([`store::remove_log`]).
+pub fn remove(agent_dir: &Path, id: &str) -> std::io::Result<()> {
+    let file = store::open_existing(agent_dir, id)?;
     lock_exclusive(&file).map_err(|e| {
         std::io::Error::new(
             e.kind(),
             "an eve process is using this session right now; wait for it to end",
         )
     })?;
-    std::fs::remove_file(path)
+    store::remove_log(agent_dir, id)
 }
 
 impl Journal for SessionLog {

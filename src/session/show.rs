@@ -40,8 +40,8 @@ pub fn status(r: &Replayed) -> String {
 }
 
 /// The sessions of an agent, oldest first. A log that cannot be read is listed as such.
-pub fn rows(agent_dir: &Path) -> Vec<Row> {
-    super::store::list(agent_dir)
+pub fn rows(agent_dir: &Path) -> std::io::Result<Vec<Row>> {
+    Ok(super::store::list(agent_dir)?
         .into_iter()
         .map(|id| {
             let path = super::store::path(agent_dir, &id);
@@ -71,7 +71,7 @@ pub fn rows(agent_dir: &Path) -> Vec<Row> {
                 },
             }
         })
-        .collect()
+        .collect())
 }
 
 /// Reads a log without changing it (no repair: listing must not write).

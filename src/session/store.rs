@@ -2,14 +2,46 @@
 
 use std::path::{Path, PathBuf};
 
+/// The sessions folder's name in `.eve/`.
+const SESSIONS: &str = "sessions";
+
 /// The sessions folder of an agent directory.
 pub fn dir(agent_dir: &Path) -> PathBuf {
-    agent_dir.join(".eve").join("sessions")
+    agent_dir.join(crate::statedir::NAME).join(SESSIONS)
 }
 
 /// The log of session `id`.
 pub fn path(agent_dir: &Path, id: &str) -> PathBuf {
-    dir(agent_dir).join(format!("{id}.jsonl"))
+    dir(agent_dir).join(file_name(id))
+}
+
+fn file_name(id: &str) -> String {
+    format!("{id}.jsonl")
+}
+
+/// Opens the log of session `id` to append to it, creating it (and the sessions folder)
+/// if needed: beneath the agent directory, never through a link at `.eve`, at
+/// `.eve/sessions` or at the log ([`crate::statedir`]).
+pub fn open_log(agent_dir: &Path, id: &str) -> std::io::Result<std::fs::File> {
+    crate::statedir::create(agent_dir, &[SESSIONS])?.append(&file_name(id))
+}
+
+/// Opens the existing log of session `id` to write to it (never through a link).
+pub fn open_existing(agent_dir: &Path, id: &str) -> std::io::Result<std::fs::File> {
+    match crate::statedir::open(agent_dir, &[SESSIONS])? {
+        Some(sessions) => sessions.open_existing(&file_name(id)),
+        None => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+    }
+}
+
+/// Removes the log of session `id` (never through a link).
+pub fn remove_log(agent_dir: &Path, id: &str) -> std::io::Result<()> {
+    if let Some(sessions) = crate::statedir::open(agent_dir, &[SESSIONS])? {
+        sessions.remove(&file_name(id))?;
+        // The scripted provider's place in its script, if this session used one.
+        sessions.remove(&format!("{id}.scripted"))?;
+    }
+    Ok(())
 }
 
 /// Whether `id` looks like a session id (so it cannot name a path elsewhere).
@@ -18,26 +50,25 @@ pub fn is_valid_id(id: &str) -> bool {
         .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric()))
 }
 
-/// The session ids of an agent, oldest first (ids sort by creation time).
-pub fn list(agent_dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir(agent_dir)) else {
-        return Vec::new();
+/// The session ids of an agent, oldest first (ids sort by creation time). A sessions
+/// folder that is a link is an error ([`crate::statedir`]).
+pub fn list(agent_dir: &Path) -> std::io::Result<Vec<String>> {
+    let Some(sessions) = crate::statedir::open(agent_dir, &[SESSIONS])? else {
+        return Ok(Vec::new());
     };
-    let mut ids: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_suffix(".jsonl").map(str::to_string)
-        })
+    let mut ids: Vec<String> = sessions
+        .names()?
+        .into_iter()
+        .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_string))
         .filter(|id| is_valid_id(id))
         .collect();
     ids.sort();
-    ids
+    Ok(ids)
 }
 
 /// The newest session of an agent.
-pub fn latest(agent_dir: &Path) -> Option<String> {
-    list(agent_dir).pop()
+pub fn latest(agent_dir: &Path) -> std::io::Result<Option<String>> {
+    Ok(list(agent_dir)?.pop())
 }
 
 /// Finds a session by its id or a unique prefix of it (`ses_01JX…`).
@@ -46,7 +77,7 @@ pub fn find(agent_dir: &Path, id: &str) -> Result<String, String> {
         // An empty prefix matches every id: never let it pick one.
         return Err("a session id is needed (`eve sessions list` shows them)".into());
     }
-    let ids = list(agent_dir);
+    let ids = list(agent_dir).map_err(|e| e.to_string())?;
     if ids.iter().any(|i| i == id) {
         return Ok(id.to_string());
     }
@@ -78,8 +109,8 @@ mod tests {
             std::fs::write(d.join(format!("{id}.jsonl")), "").unwrap();
         }
         std::fs::write(d.join("notes.txt"), "").unwrap();
-        assert_eq!(list(tmp.path()), ["ses_01A", "ses_01B", "ses_02C"]);
-        assert_eq!(latest(tmp.path()).unwrap(), "ses_02C");
+        assert_eq!(list(tmp.path()).unwrap(), ["ses_01A", "ses_01B", "ses_02C"]);
+        assert_eq!(latest(tmp.path()).unwrap().unwrap(), "ses_02C");
         assert_eq!(find(tmp.path(), "ses_02").unwrap(), "ses_02C");
         assert!(
             find(tmp.path(), "ses_01")
