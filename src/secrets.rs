@@ -36,25 +36,51 @@ pub fn looks_secret(name: &str) -> bool {
 /// Moves the secret variables out of eve's environment (see the module docs). `known`
 /// names the variables the agent reads keys from; any variable whose name
 /// [`looks_secret`] counts too. Returns only when eve goes on in this image: nothing
-/// was secret, the secrets were taken over from a previous image, or re-executing
-/// failed (the reason is returned so the caller can warn).
+/// (more) was secret, or re-executing failed (the reason is returned so the caller can
+/// warn).
+///
+/// The variables whose names say they are keys move first, before `known` is asked:
+/// learning the others takes a build, and the image that makes it is then the one
+/// that goes on, so the build is made once (the common case, a provider key in the
+/// environment, costs one re-execution and one build). A variable only the agent's
+/// definition names (a custom provider's `api_key_env`, a connection's `${VAR}`)
+/// moves in one more re-execution, with the secrets taken over so far.
 pub fn isolate(known: impl FnOnce() -> Vec<String>) -> Result<(), String> {
     harden();
     #[cfg(unix)]
     {
-        if let Some(fd) = std::env::var_os(FD_VAR) {
-            return unix::adopt(&fd);
-        }
-        let known = known();
-        let secrets: Vec<(String, String)> = std::env::vars()
-            .filter(|(name, value)| {
-                !value.is_empty() && (known.contains(name) || looks_secret(name))
-            })
+        let mut store = match std::env::var_os(FD_VAR) {
+            Some(fd) => unix::adopt(&fd)?,
+            None => HashMap::new(),
+        };
+        let set = |name: &str, value: &str, wanted: &dyn Fn(&str) -> bool| {
+            !value.is_empty() && wanted(name)
+        };
+        let mut secrets: Vec<(String, String)> = std::env::vars()
+            .filter(|(name, value)| set(name, value, &looks_secret))
             .collect();
         if secrets.is_empty() {
+            let known = known();
+            secrets = std::env::vars()
+                .filter(|(name, value)| set(name, value, &|n| known.iter().any(|k| k == n)))
+                .collect();
+        }
+        if secrets.is_empty() {
+            let _ = STORE.set(store);
             return Ok(());
         }
-        unix::reexec(&secrets)
+        // What the next image takes over: the secrets taken over so far, and these.
+        let moving: Vec<(String, String)> = store
+            .iter()
+            .filter(|(name, _)| !secrets.iter().any(|(n, _)| n == *name))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .chain(secrets.iter().cloned())
+            .collect();
+        let error = unix::reexec(&moving, &secrets);
+        // Still here: eve goes on in this image, with what it has taken over.
+        store.extend(secrets);
+        let _ = STORE.set(store);
+        error
     }
     #[cfg(not(unix))]
     {
@@ -81,7 +107,7 @@ mod unix {
     use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::process::CommandExt;
 
-    use super::{FD_VAR, MAX_PAYLOAD, STORE};
+    use super::{FD_VAR, MAX_PAYLOAD};
 
     /// Encodes `NAME\0VALUE\0` pairs.
     fn encode(secrets: &[(String, String)]) -> Vec<u8> {
@@ -110,9 +136,12 @@ mod unix {
         out
     }
 
-    /// Replaces this process with eve again, without the secret variables; on success
-    /// it does not return.
-    pub fn reexec(secrets: &[(String, String)]) -> Result<(), String> {
+    /// Replaces this process with eve again, without the variables `removed`, passing
+    /// `secrets` on through a pipe; on success it does not return.
+    pub fn reexec(
+        secrets: &[(String, String)],
+        removed: &[(String, String)],
+    ) -> Result<(), String> {
         let payload = encode(secrets);
         if payload.len() > MAX_PAYLOAD {
             return Err("the secret variables are too large to pass on".into());
@@ -135,7 +164,7 @@ mod unix {
             .write_all(&payload)
             .map_err(|e| format!("cannot pass the secrets on: {e}"))?;
         drop(writer);
-        let names: Vec<&str> = secrets.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = removed.iter().map(|(n, _)| n.as_str()).collect();
         let mut args = std::env::args_os();
         let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
         let mut command = std::process::Command::new(&exe);
@@ -157,7 +186,7 @@ mod unix {
     }
 
     /// Reads the secrets a previous image passed on, and closes the pipe.
-    pub fn adopt(fd: &OsStr) -> Result<(), String> {
+    pub fn adopt(fd: &OsStr) -> Result<HashMap<String, String>, String> {
         // SAFETY: removing a variable before any other thread exists (this runs first
         // thing in the process) cannot race with a reader of the environment.
         unsafe { std::env::remove_var(FD_VAR) };
@@ -173,8 +202,7 @@ mod unix {
         file.take(MAX_PAYLOAD as u64 + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| format!("cannot read the secrets eve passed on: {e}"))?;
-        let _ = STORE.set(decode(&bytes));
-        Ok(())
+        Ok(decode(&bytes))
     }
 
     #[cfg(test)]

@@ -175,6 +175,81 @@ fn anthropic_turn_runs_a_command_tool_and_sends_its_result_back() {
     }
 }
 
+/// Keys whose names say so leave eve's environment first; a key only the definition
+/// names (another provider's `api_key_env`) leaves it in one more re-execution, which
+/// keeps the keys moved before: the provider still gets its key (moved first), and a
+/// tool the model starts sees none of them.
+#[cfg(target_os = "linux")]
+#[test]
+fn keys_moved_out_in_two_steps_all_reach_the_provider_and_no_tool() {
+    let agent = Agent::new(
+        "name = \"mock-agent\"\nmodel = \"local/m\"\ndefault_tools = false\n[providers.local]\napi = \"openai\"\nbase_url = \"BASE/v1\"\napi_key_env = \"LOCAL_API_KEY\"\n[providers.other]\napi = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"OTHER_TOKEN\"\n",
+        "Be brief.",
+        &[("bash", "")],
+    );
+    let command = "tr '\\0' '\\n' < /proc/$PPID/environ; echo; env";
+    let server = MockServer::start(vec![
+        Reply::Sse(vec![
+            openai_chunk(
+                json!({"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "bash", "arguments": json!({"command": command}).to_string()}}]}}]}),
+            ),
+            openai_chunk(
+                json!({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+        Reply::Sse(vec![
+            openai_chunk(
+                json!({"id": "c2", "choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}),
+            ),
+            OPENAI_DONE.to_string(),
+        ]),
+    ]);
+    let toml = std::fs::read_to_string(agent.path().join("agent.toml")).unwrap();
+    std::fs::write(
+        agent.path().join("agent.toml"),
+        toml.replace("BASE", &server.url()),
+    )
+    .unwrap();
+    let (result, output) = run_json(
+        eve_run()
+            .env("LOCAL_API_KEY", "local-SECRET-1")
+            .env("OTHER_TOKEN", "other-SECRET-2")
+            .env("ANTHROPIC_API_KEY", "sk-ant-SECRET-3")
+            .args([agent.path().to_str().unwrap(), "Look", "-o", "json"]),
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(result["result"], "Done.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer local-SECRET-1")
+        );
+    }
+    let seen = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_string();
+    assert!(
+        seen.contains("PATH="),
+        "the tool read the environment: {seen}"
+    );
+    for secret in ["SECRET-1", "SECRET-2", "SECRET-3"] {
+        assert!(!seen.contains(secret), "{secret} reached a tool:\n{seen}");
+    }
+}
+
 #[test]
 fn openai_compatible_provider_with_two_parallel_calls_split_across_chunks() {
     let agent = Agent::new(

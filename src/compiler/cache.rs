@@ -83,6 +83,22 @@ impl Fingerprint {
         }
     }
 
+    /// The fingerprint of what `st` describes, as [`Fingerprint::of`] gives it.
+    #[cfg(unix)]
+    // The fields' integer types differ from one target to another.
+    #[allow(clippy::unnecessary_cast)]
+    fn of_stat(st: &rustix::fs::Stat) -> Fingerprint {
+        let ns = |secs: i64, nsecs: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsecs);
+        Fingerprint {
+            dir: rustix::fs::FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode)
+                == rustix::fs::FileType::Directory,
+            size: st.st_size as u64,
+            mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+            ino: st.st_ino as u64,
+        }
+    }
+
     /// The fingerprint of `path` now (links followed), `None` if it cannot be looked at.
     pub fn now(path: &Path) -> Option<Fingerprint> {
         std::fs::metadata(path).ok().map(|m| Fingerprint::of(&m))
@@ -636,10 +652,59 @@ fn parse(text: &str) -> Option<Parsed<'_>> {
     })
 }
 
+/// Looks at paths as [`Fingerprint::now`] does, those beneath the agent directory
+/// relative to it, held open: the walk from `/` down to the agent directory is the same
+/// for every path, and made once instead of once a path (with thousands of paths and a
+/// deep directory, it was a good part of an unchanged start).
+struct Looker {
+    #[cfg(unix)]
+    dir: Option<std::os::fd::OwnedFd>,
+    /// The agent directory as the recorded paths begin, with a final `/`.
+    prefix: String,
+}
+
+impl Looker {
+    fn new(dir: &Path) -> Looker {
+        let mut prefix = dir.to_string_lossy().into_owned();
+        if !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        Looker {
+            #[cfg(unix)]
+            dir: rustix::fs::open(
+                dir,
+                rustix::fs::OFlags::PATH
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok(),
+            prefix,
+        }
+    }
+
+    /// What `path` (as recorded) is now, links followed; `None` if it cannot be looked at.
+    fn look(&self, path: &str) -> Option<Fingerprint> {
+        #[cfg(unix)]
+        if let Some(dir) = &self.dir
+            && let Some(rel) = path.strip_prefix(&self.prefix)
+            && !rel.is_empty()
+        {
+            // Relative to the folder the recorded path names: the same file, as `..`
+            // and links resolve from that folder either way.
+            return rustix::fs::statat(dir, rel, rustix::fs::AtFlags::empty())
+                .ok()
+                .map(|st| Fingerprint::of_stat(&st));
+        }
+        Fingerprint::now(Path::new(path))
+    }
+}
+
 /// Whether each of `entries` is as recorded, looking at each path once: a path the
 /// build's own entries and a unit's both hold (a skill's folder) is not looked at twice.
-fn freshness(entries: &[Entry<'_>], started: i128) -> Vec<bool> {
-    let look = |path: &str| Fingerprint::now(Path::new(path));
+fn freshness(dir: &Path, entries: &[Entry<'_>], started: i128) -> Vec<bool> {
+    let looker = Looker::new(dir);
+    let look = |path: &str| looker.look(path);
     let now: Vec<Option<Fingerprint>> = if entries.len() >= PARALLEL_FROM {
         let mut first: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
         let mut again = vec![None; entries.len()];
@@ -685,7 +750,7 @@ pub fn check(dir: &Path, identity: &str, touched: &[String]) -> Verdict {
         return Verdict::default();
     };
     let started = parsed.started;
-    let fresh = freshness(&parsed.entries, started);
+    let fresh = freshness(dir, &parsed.entries, started);
     let touches = |key: &str| {
         touched
             .iter()
@@ -911,12 +976,46 @@ mod tests {
         // Every path, then the first ten again (as a unit repeats its skill's folder).
         let entries: Vec<Entry<'_>> = (0..PARALLEL_FROM).chain(0..10).map(entry).collect();
         let started = now_ns();
-        assert!(freshness(&entries, started).iter().all(|f| *f));
+        assert!(freshness(tmp.path(), &entries, started).iter().all(|f| *f));
         std::fs::write(&files[3], "longer").unwrap();
         old(&files[3]);
-        let fresh = freshness(&entries, started);
+        let fresh = freshness(tmp.path(), &entries, started);
         let stale: Vec<usize> = (0..fresh.len()).filter(|&i| !fresh[i]).collect();
         assert_eq!(stale, vec![3, PARALLEL_FROM + 3]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_path_looked_at_from_the_agent_directory_is_what_its_full_path_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("agent");
+        std::fs::create_dir_all(dir.join("skills/x")).unwrap();
+        std::fs::write(dir.join("skills/x/SKILL.md"), "body").unwrap();
+        std::os::unix::fs::symlink("x", dir.join("skills/y")).unwrap();
+        let looker = Looker::new(&dir);
+        for rel in [
+            "skills",
+            "skills/x",
+            "skills/x/SKILL.md",
+            "skills/y",
+            "skills/x/../x/SKILL.md",
+            "missing",
+        ] {
+            let path = dir.join(rel);
+            assert_eq!(
+                looker.look(&path.display().to_string()),
+                Fingerprint::now(&path),
+                "{rel}"
+            );
+        }
+        // A path outside the directory is looked at whole.
+        let outside = tmp.path().join("outside");
+        std::fs::write(&outside, "o").unwrap();
+        assert_eq!(
+            looker.look(&outside.display().to_string()),
+            Fingerprint::now(&outside)
+        );
+        assert!(looker.look(&outside.display().to_string()).is_some());
     }
 
     /// A cache of one unit and one path of the build's own, stored in `dir`.
