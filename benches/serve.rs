@@ -2,9 +2,11 @@
 //! Anthropic API (in this process) that answers every request after 200 ms, as a real
 //! model would take its time.
 //!
-//! 1. 1,000 sessions started at once, each a turn of 5 steps (4 `read_file` calls, then
-//!    the answer). Every stream must hold every event in order and end completed.
-//! 2. 10,000 sessions of which 9,000 park on a question and 1,000 run the same 5 steps.
+//! 1. 20 sessions one after another, each a turn of 5 steps (4 `read_file` calls,
+//!    then the answer): what eve adds to a step when nothing else waits for the cores.
+//! 2. 1,000 sessions started at once, each the same turn. Every stream must hold every
+//!    event in order and end completed.
+//! 3. 10,000 sessions of which 9,000 park on a question and 1,000 run the same 5 steps.
 //!
 //! Reports the total time, the peak resident memory of `eve serve`, and eve's added
 //! latency per step: from the moment the mock finished a reply to the moment the next
@@ -325,7 +327,7 @@ fn latencies(seen: &Seen, starts: &HashMap<String, Instant>) -> (Vec<f64>, Vec<f
 /// A session's task, finished: when it started and its message, or what went wrong.
 type Joined = Result<Result<(Instant, String), String>, tokio::task::JoinError>;
 
-async fn run(label: &str, work: usize, parked: usize) {
+async fn run(label: &str, work: usize, parked: usize, at_once: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = agent(tmp.path());
     let (mock, seen) = start_mock().await;
@@ -367,17 +369,30 @@ async fn run(label: &str, work: usize, parked: usize) {
     let eve_cpu_before = cpu_secs(pid);
     let own_cpu_before = cpu_secs(std::process::id());
     let started = Instant::now();
-    let tasks: Vec<_> = (0..work)
-        .map(|i| {
-            tokio::spawn(session(
+    if at_once {
+        let tasks: Vec<_> = (0..work)
+            .map(|i| {
+                tokio::spawn(session(
+                    client.clone(),
+                    server.url.clone(),
+                    format!("work {i}"),
+                    false,
+                ))
+            })
+            .collect();
+        collect(join_all(tasks).await);
+    } else {
+        // One after another: what a step costs when nothing else waits for the cores.
+        for i in 0..work {
+            let task = tokio::spawn(session(
                 client.clone(),
                 server.url.clone(),
                 format!("work {i}"),
                 false,
-            ))
-        })
-        .collect();
-    collect(join_all(tasks).await);
+            ));
+            collect(vec![task.await]);
+        }
+    }
     let total = started.elapsed();
     let eve_cpu = cpu_secs(pid) - eve_cpu_before;
     let own_cpu = cpu_secs(std::process::id()) - own_cpu_before;
@@ -393,11 +408,13 @@ async fn run(label: &str, work: usize, parked: usize) {
             String::new()
         }
     );
+    // Sessions one after another wait for each other's model calls too.
+    let in_turn = if at_once { 1 } else { work as u128 };
     println!(
-        "  all done in {:.2} s (floor: {STEPS} × {} ms = {} ms for a working session)",
+        "  all done in {:.2} s (floor: {in_turn} × {STEPS} × {} ms = {} ms)",
         total.as_secs_f64(),
         MODEL_LATENCY.as_millis(),
-        STEPS as u128 * MODEL_LATENCY.as_millis()
+        in_turn * STEPS as u128 * MODEL_LATENCY.as_millis()
     );
     println!(
         "  model requests: {}, errors: {}",
@@ -469,11 +486,13 @@ fn main() {
         1
     };
     runtime.block_on(async {
-        run("1,000 at once", 1000 / scale, 0).await;
+        run("one at a time", 20 / scale.min(10), 0, false).await;
+        run("1,000 at once", 1000 / scale, 0, true).await;
         run(
             "10,000 sessions, 9,000 of them parked",
             1000 / scale,
             9000 / scale,
+            true,
         )
         .await;
     });
