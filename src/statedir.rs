@@ -45,14 +45,18 @@ pub fn create(agent_dir: &Path, sub: &[&str]) -> io::Result<StateDir> {
 
 fn walk(agent_dir: &Path, sub: &[&str], create: bool) -> io::Result<Option<StateDir>> {
     // The agent directory itself is the person's choice, a link to it included.
-    let mut dir = rustix::fs::openat(
+    let mut dir = match rustix::fs::openat(
         rustix::fs::CWD,
         agent_dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .map(File::from)
-    .map_err(|e| at(agent_dir, e.into()))?;
+    ) {
+        Ok(dir) => File::from(dir),
+        // Nothing to open where there is no agent directory: the caller says what is
+        // missing in its own words (`no session … in …`).
+        Err(Errno::NOENT) if !create => return Ok(None),
+        Err(e) => return Err(at(agent_dir, e.into())),
+    };
     let mut path = agent_dir.to_path_buf();
     for name in std::iter::once(NAME).chain(sub.iter().copied()) {
         plain(name)?;
@@ -321,6 +325,15 @@ fn file_refusal(dir: &File, name: &str, path: &Path, error: Errno) -> io::Error 
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_missing_agent_directory_holds_nothing_and_is_never_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("missing");
+        assert!(open(&missing, &["sessions"]).unwrap().is_none());
+        assert!(create(&missing, &["sessions"]).is_err());
+        assert!(!missing.exists());
+    }
 
     #[test]
     fn a_link_at_eve_or_below_is_refused_and_nothing_is_written_through_it() {
