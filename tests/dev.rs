@@ -89,6 +89,50 @@ fn offered(request: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The person saves a file while a turn that runs no tool is still under way: it is the
+/// person's edit, reloaded for the next turn, never taken for a change the agent made to
+/// itself (which would keep the next turn on the old build until `/accept`).
+#[test]
+fn an_edit_saved_during_a_turn_that_ran_nothing_is_the_persons_and_reloads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap().join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("agent.toml"),
+        "name = \"dev-test\"\nmodel = \"openai/gpt-4.1\"\ndefault_tools = false\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("instructions.md"), "Version one.\n").unwrap();
+    // The first call fails and is retried a second later: the turn is still running
+    // while the person saves.
+    std::fs::write(
+        dir.join("replies.yaml"),
+        "- error:\n    status: 529\n    retry_after: 1\n- text: One.\n- text: Two.\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let mut dev = Dev::start(&dir, &log);
+    dev.send("first");
+    dev.wait_for("retrying in", 1);
+    std::fs::write(dir.join("instructions.md"), "Version two.\n").unwrap();
+    dev.wait_for("completed ·", 1);
+    dev.wait_for("↻ reloaded: instructions changed", 1);
+    dev.send("second");
+    dev.wait_for("completed ·", 2);
+    dev.send("/quit");
+    assert!(dev.child.wait().unwrap().success());
+    let stderr = dev.stderr();
+    assert!(!stderr.contains("changed during this turn"), "{stderr}");
+    assert!(!stderr.contains("still using the last build"), "{stderr}");
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 3, "{stderr}");
+    assert_eq!(requests[2]["system"], "Version two.", "{stderr}");
+}
+
 #[test]
 fn edits_between_turns_reload_and_a_broken_build_keeps_the_last_good_one() {
     let tmp = tempfile::tempdir().unwrap();
@@ -159,7 +203,7 @@ fn edits_between_turns_reload_and_a_broken_build_keeps_the_last_good_one() {
         .collect();
     assert_eq!(requests.len(), 3);
     assert!(!offered(&requests[0]).contains(&"x".to_string()));
-    assert_eq!(offered(&requests[1]), ["x"]);
+    assert_eq!(offered(&requests[1]), ["x"], "{stderr}");
     assert_eq!(requests[1]["system"], "Version two.");
     assert_eq!(
         offered(&requests[2]),

@@ -429,14 +429,32 @@ impl Dev {
         let mut console =
             console::TextRenderer::new(&options, std::io::stdout(), std::io::stderr());
         self.turns += 1;
+        // Whether the model had anything run: a call requested, or a parked one settled.
+        let mut acted = false;
         let outcome = runtime.block_on(runner::run(
             prepared.harness,
             prepared.events,
             action,
-            |event| console.event(event),
+            |event| {
+                acted |= matches!(
+                    event.kind,
+                    crate::protocol::EventKind::ActionsRequested { .. }
+                        | crate::protocol::EventKind::ActionResult { .. }
+                );
+                console.event(event)
+            },
         ));
         console.finish(&outcome);
-        match crate::review::after_run(&self.options.dir, &self.active) {
+        // A turn that ran nothing (no call, no server) cannot have changed the
+        // definition; checking anyway would take an edit the person saves the moment
+        // the turn ends for one the agent made.
+        let could_change = acted || crate::review::runs_servers(&self.active);
+        let checked = if could_change {
+            crate::review::after_run(&self.options.dir, &self.active)
+        } else {
+            Ok(None)
+        };
+        match checked {
             Ok(Some(change)) => eprintln!(
                 "note: the agent's definition changed during this turn ({}); /accept uses it from the next turn",
                 change.summary
