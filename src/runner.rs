@@ -249,7 +249,7 @@ pub fn prepare_with(
                     ))
                 })?;
                 setup.journal = Some(journal(log, None));
-                setup.provider.bind_session(&store::dir(&agent_dir), &id);
+                setup.provider.bind_session(&agent_dir, &id);
             }
             let harness = Harness::new(setup, emitter, id).map_err(failed)?;
             return Ok(Prepared {
@@ -270,7 +270,7 @@ pub fn prepare_with(
     };
     let (log, replayed, repaired) = open_session(&agent_dir, &id).map_err(failed)?;
     setup.journal = Some(journal(log, Some(&replayed)));
-    setup.provider.bind_session(&store::dir(&agent_dir), &id);
+    setup.provider.bind_session(&agent_dir, &id);
     let harness = Harness::resume(setup, emitter, replayed.snapshot()).map_err(failed)?;
     Ok(Prepared {
         harness,
@@ -363,11 +363,7 @@ pub fn prepare_journaled(
     setup.journal = Some(journal);
     // A scripted model keeps its place in the agent directory, which the workers of
     // one machine share (best effort, as for a logged session).
-    let sessions = store::dir(&setup.agent_dir);
-    if setup.provider.name() == "scripted" {
-        let _ = crate::statedir::create(&setup.agent_dir, &["sessions"]);
-    }
-    setup.provider.bind_session(&sessions, id);
+    setup.provider.bind_session(&setup.agent_dir, id);
     let (emitter, _events) = Emitter::channel();
     let harness = match snapshot {
         Some(snapshot) => Harness::resume(setup, emitter, snapshot),
@@ -387,7 +383,7 @@ pub fn open_session(
     // Lock first: a torn last line is cut, and that must never be a line another
     // eve process is writing right now.
     let log = SessionLog::open(agent_dir, id).map_err(|e| format!("`{}`: {e}", path.display()))?;
-    let mut replayed = replay::load(path)?;
+    let mut replayed = log.replay()?;
     if replayed.session_id.is_empty() {
         return Err(format!(
             "`{}` holds no session (it is empty or was cut before its first event)",

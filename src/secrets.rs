@@ -53,17 +53,10 @@ pub fn isolate(known: impl FnOnce() -> Vec<String>) -> Result<(), String> {
             Some(fd) => unix::adopt(&fd)?,
             None => HashMap::new(),
         };
-        let set = |name: &str, value: &str, wanted: &dyn Fn(&str) -> bool| {
-            !value.is_empty() && wanted(name)
-        };
-        let mut secrets: Vec<(String, String)> = std::env::vars()
-            .filter(|(name, value)| set(name, value, &looks_secret))
-            .collect();
+        let mut secrets = set_vars(&looks_secret);
         if secrets.is_empty() {
             let known = known();
-            secrets = std::env::vars()
-                .filter(|(name, value)| set(name, value, &|n| known.iter().any(|k| k == n)))
-                .collect();
+            secrets = set_vars(&|n| known.iter().any(|k| k == n));
         }
         if secrets.is_empty() {
             let _ = STORE.set(store);
@@ -87,6 +80,21 @@ pub fn isolate(known: impl FnOnce() -> Vec<String>) -> Result<(), String> {
         let _ = known;
         Ok(())
     }
+}
+
+/// The variables set (not empty) whose names `wanted` picks. The environment is read
+/// as the OS holds it: `std::env::vars` panics on a name or value that is not UTF-8,
+/// which anyone who starts eve can put there. A secret's value that is not UTF-8 moves
+/// out all the same (read back with its bad bytes replaced: no provider takes it anyway).
+#[cfg(unix)]
+fn set_vars(wanted: &dyn Fn(&str) -> bool) -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            (!value.is_empty() && wanted(&name))
+                .then(|| (name, value.to_string_lossy().into_owned()))
+        })
+        .collect()
 }
 
 /// No core dumps, no same-user reads of eve's memory or `/proc` files.

@@ -264,13 +264,15 @@ impl StateDir {
         ))
     }
 
-    /// Opens the file `name` to append to it, creating it if missing, never through a
-    /// link (nor a FIFO or device: only a regular file is kept open).
+    /// Opens the file `name` to append to it (and read it), creating it if missing, never
+    /// through a link, symbolic or hard (nor a FIFO or device: only a regular file of one
+    /// name is kept open).
     pub fn append(&self, name: &str) -> io::Result<File> {
         self.open_write(name, OFlags::APPEND | OFlags::CREATE)
     }
 
-    /// Opens the existing regular file `name` to write to it, never through a link.
+    /// Opens the existing regular file `name` to write to it (and read it), never through
+    /// a link, symbolic or hard.
     pub fn open_existing(&self, name: &str) -> io::Result<File> {
         self.open_write(name, OFlags::APPEND)
     }
@@ -281,14 +283,25 @@ impl StateDir {
         let file = rustix::fs::openat(
             &self.dir,
             name,
-            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | flags,
+            // Readable too: a session log is read back through the file that was checked.
+            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | flags,
             Mode::from_raw_mode(0o666),
         )
         .map(File::from)
         .map_err(|e| file_refusal(&self.dir, name, &path, e))?;
-        if !file.metadata()?.is_file() {
+        let meta = file.metadata()?;
+        if !meta.is_file() {
             return Err(io::Error::other(format!(
                 "`{}` is not a regular file",
+                path.display()
+            )));
+        }
+        // A hard link planted at the name is the same file as one elsewhere (an archive
+        // can hold one, and O_NOFOLLOW does not see it): writing to it in place would
+        // write there. eve's own files have one name.
+        if nlink(&meta) > 1 {
+            return Err(io::Error::other(format!(
+                "`{}` has other hard links (it is also a file elsewhere); eve writes its state only to files of its own",
                 path.display()
             )));
         }
@@ -304,6 +317,10 @@ impl StateDir {
             Err(e) => Err(at(&self.path.join(name), e.into())),
         }
     }
+}
+
+fn nlink(meta: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
 }
 
 /// Why the file `name` could not be opened: a link is named as such.

@@ -478,3 +478,162 @@ fn a_planted_sessions_link_is_refused_before_the_conversation_is_logged() {
     // The rest of `.eve` is eve's own folder and was used as such.
     assert!(planted.agent.path().join(".eve/manifest.json").is_file());
 }
+
+/// A FIFO where eve keeps a file of its own: opened without waiting for a writer or a
+/// reader, so a hang fails the test through the timeout.
+fn fifo(path: &std::path::Path) {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+}
+
+fn session_id(output: &std::process::Output) -> String {
+    let out = String::from_utf8_lossy(&output.stdout);
+    let result: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    result["session_id"].as_str().unwrap().to_string()
+}
+
+/// The scripted model keeps its place in `.eve/sessions/<id>.scripted`: a link planted
+/// there is replaced, never written through, and a FIFO there is not waited on.
+#[test]
+fn the_scripted_models_place_is_never_kept_through_a_planted_link_or_fifo() {
+    let agent = Agent::new(
+        "default_tools = false\n",
+        "- text: one\n- text: two\n- text: three\n",
+    );
+    let first = agent.run(&["-o", "json", "hello"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let id = session_id(&first);
+    let place = agent.dir.join(format!(".eve/sessions/{id}.scripted"));
+    assert_eq!(std::fs::read_to_string(&place).unwrap(), "1");
+    let victim = agent.workspace.join("precious");
+    std::fs::write(&victim, "precious").unwrap();
+    std::fs::remove_file(&place).unwrap();
+    std::os::unix::fs::symlink(&victim, &place).unwrap();
+    let second = agent
+        .command()
+        .args(["--session", &id, "again"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(!std::fs::symlink_metadata(&place).unwrap().is_symlink());
+    std::fs::remove_file(&place).unwrap();
+    fifo(&place);
+    let third = agent
+        .command()
+        .args(["--session", &id, "once more"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
+    assert!(std::fs::symlink_metadata(&place).unwrap().is_file());
+}
+
+/// A session log that is a hard link to a file elsewhere (an archive can hold one): eve
+/// neither appends to it nor cuts a "torn" last line off it.
+#[test]
+fn a_hard_link_planted_at_a_session_log_is_neither_appended_to_nor_cut() {
+    let agent = Agent::new("default_tools = false\n", "- text: hi\n");
+    let sessions = agent.dir.join(".eve/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let victim = agent.workspace.join("notes.txt");
+    std::fs::write(&victim, "a line that is not JSON").unwrap();
+    std::fs::hard_link(&victim, sessions.join("ses_01PLANTED.jsonl")).unwrap();
+    let output = agent.run(&["--session", "ses_01PLANTED", "hello"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("has other hard links"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "a line that is not JSON"
+    );
+    assert!(agent.requests().is_empty(), "no model call was made");
+}
+
+/// A FIFO (or a link) where a session log should be: listing, showing and resuming
+/// sessions say so instead of waiting on it or reading through it.
+#[test]
+fn a_fifo_or_link_at_a_session_log_is_named_not_waited_on() {
+    let agent = Agent::new("default_tools = false\n", "- text: hi\n");
+    let sessions = agent.dir.join(".eve/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    fifo(&sessions.join("ses_01FIFO.jsonl"));
+    let outside = agent.workspace.join("other.jsonl");
+    std::fs::write(&outside, "{\"record\":\"session\"}\n").unwrap();
+    std::os::unix::fs::symlink(&outside, sessions.join("ses_01LINK.jsonl")).unwrap();
+    let dir = agent.dir.to_str().unwrap();
+    let timeout = std::time::Duration::from_secs(60);
+    let list = eve()
+        .args(["sessions", "list", dir])
+        .timeout(timeout)
+        .output()
+        .unwrap();
+    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    let listed = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert!(listed.contains("not a regular file"), "{listed}");
+    for id in ["ses_01FIFO", "ses_01LINK"] {
+        let show = eve()
+            .args(["sessions", "show", id, dir])
+            .timeout(timeout)
+            .output()
+            .unwrap();
+        assert_eq!(show.status.code(), Some(1), "{id}: {}", stderr(&show));
+        assert!(
+            stderr(&show).contains("not a regular file") || stderr(&show).contains("symbolic link"),
+            "{id}: {}",
+            stderr(&show)
+        );
+        let resumed = agent
+            .command()
+            .args(["--session", id, "hello"])
+            .timeout(timeout)
+            .output()
+            .unwrap();
+        assert_eq!(resumed.status.code(), Some(1), "{id}: {}", stderr(&resumed));
+    }
+    assert!(agent.requests().is_empty(), "no model call was made");
+}
+
+/// A variable that is not UTF-8 in eve's environment (a locale's file name, a binary
+/// token) is no reason to panic while the keys move out, and the keys still move.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_variable_that_is_not_utf8_does_not_stop_the_keys_moving_out() {
+    use std::os::unix::ffi::OsStrExt;
+    let agent = Agent::new(
+        "default_tools = false\n",
+        "- tool_calls: [{name: bash, input: {command: \"env\"}}]\n- text: done\n",
+    );
+    agent.tool("bash", "");
+    let output = agent
+        .command()
+        .env("ANTHROPIC_API_KEY", "sk-ant-SECRET-1")
+        .env("ODD_NAME", std::ffi::OsStr::from_bytes(b"caf\xe9"))
+        .env(std::ffi::OsStr::from_bytes(b"ODD_\xff"), "x")
+        .env(
+            "ODD_API_KEY",
+            std::ffi::OsStr::from_bytes(b"sk-\xff-SECRET-2"),
+        )
+        .args(["-o", "json", "read it"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = agent.requests();
+    let seen = requests.last().unwrap()["messages"][2]["results"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(seen.contains("PATH="), "{seen}");
+    assert!(seen.contains("ODD_NAME="), "other variables stay: {seen}");
+    for secret in ["SECRET-1", "SECRET-2"] {
+        assert!(!seen.contains(secret), "{secret} reached a tool:\n{seen}");
+    }
+}

@@ -37,9 +37,10 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// The name model references use for it (`anthropic`, `ollama`, `scripted`).
     fn name(&self) -> &str;
 
-    /// Tells the provider which logged session it serves (the scripted provider keeps
-    /// its place in the script per session, so a resumed session gets the next reply).
-    fn bind_session(&self, _sessions_dir: &Path, _session_id: &str) {}
+    /// Tells the provider which logged session of the agent in `agent_dir` it serves
+    /// (the scripted provider keeps its place in the script per session, in `.eve/`
+    /// through [`crate::statedir`], so a resumed session gets the next reply).
+    fn bind_session(&self, _agent_dir: &Path, _session_id: &str) {}
 
     /// What it can do beyond plain function calls.
     fn capabilities(&self) -> Capabilities {

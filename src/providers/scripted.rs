@@ -26,8 +26,9 @@ pub struct ScriptedProvider {
     next: Mutex<usize>,
     /// `EVE_SCRIPTED_LOG`: every request is appended to this file as one JSON line.
     log: Option<PathBuf>,
-    /// Where the position in the script is kept for a logged session.
-    cursor_file: Mutex<Option<PathBuf>>,
+    /// Where the position in the script is kept for a logged session: the sessions
+    /// folder, held open, and the file's name in it.
+    cursor_file: Mutex<Option<(crate::statedir::StateDir, String)>>,
 }
 
 impl ScriptedProvider {
@@ -92,9 +93,10 @@ impl ScriptedProvider {
             )));
         };
         *next += 1;
-        if let Some(file) = lock(&self.cursor_file).as_ref() {
-            // Best effort: losing the place only replays a reply in a later process.
-            let _ = std::fs::write(file, next.to_string());
+        if let Some((sessions, name)) = lock(&self.cursor_file).as_ref() {
+            // Best effort: losing the place only replays a reply in a later process. By
+            // rename: a link planted at the name is replaced, never written through.
+            let _ = sessions.write(name, next.to_string().as_bytes());
         }
         Ok(reply.clone())
     }
@@ -183,15 +185,23 @@ impl Provider for ScriptedProvider {
         "scripted"
     }
 
-    fn bind_session(&self, sessions_dir: &Path, session_id: &str) {
-        let file = sessions_dir.join(format!("{session_id}.scripted"));
-        if let Some(place) = std::fs::read_to_string(&file)
+    fn bind_session(&self, agent_dir: &Path, session_id: &str) {
+        // `.eve/sessions/<id>.scripted`, beneath the agent directory as every file of
+        // eve's state is: a link there is not followed, a FIFO not waited on.
+        let Ok(sessions) = crate::statedir::create(agent_dir, &["sessions"]) else {
+            return;
+        };
+        let name = format!("{session_id}.scripted");
+        if let Some(place) = sessions
+            .read(&name, 64)
             .ok()
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
             .and_then(|t| t.trim().parse::<usize>().ok())
         {
             *lock(&self.next) = place;
         }
-        *lock(&self.cursor_file) = Some(file);
+        *lock(&self.cursor_file) = Some((sessions, name));
     }
 
     fn stream<'a>(

@@ -88,6 +88,13 @@ impl SessionLog {
         })
     }
 
+    /// Reads the log back from the file eve opened and locked, repairing what a crash
+    /// left in that file ([`replay::load`]), never through what its path names by now.
+    pub fn replay(&self) -> Result<replay::Replayed, String> {
+        let inner = lock(&self.inner);
+        replay::load(&inner.file, &self.path)
+    }
+
     /// Takes the file's current length as eve's own: after opening a log, replay may
     /// have cut a torn line or ended the last one.
     pub fn adopt_length(&self) -> std::io::Result<()> {
@@ -202,8 +209,11 @@ fn same_file(_a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
 
 /// Whether an eve process holds the lock of the session log at `path` right now.
 pub fn in_use(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    // A FIFO at the log's name is not waited on, nor a link followed.
     OpenOptions::new()
         .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .is_ok_and(|file| lock_exclusive(&file).is_err())
 }

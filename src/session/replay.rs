@@ -2,7 +2,8 @@
 //! repair of what a crash left behind.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -91,11 +92,18 @@ impl Replayed {
     }
 }
 
-/// Reads a log. A last line that does not parse (a write cut by a crash) is dropped
-/// and cut from the file; a bad line anywhere else is an error naming the line.
-pub fn load(path: &Path) -> Result<Replayed, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+/// Reads the log open as `file` (the one eve checked and locked, opened to read and
+/// append; `path` names it in messages). A last line that does not parse (a write cut
+/// by a crash) is dropped and cut from that file; a bad line anywhere else is an error
+/// naming the line. The repairs go to the open file, never to whatever the path names
+/// by then.
+pub fn load(file: &File, path: &Path) -> Result<Replayed, String> {
+    let mut bytes = Vec::new();
+    let mut reader = file;
+    reader
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| reader.read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     let mut records = Vec::new();
     let mut offset = 0usize;
     let mut dropped = false;
@@ -115,10 +123,6 @@ pub fn load(path: &Path) -> Result<Replayed, String> {
                 // and reported, like a damaged line anywhere else.
                 Err(_) if is_last && serde_json::from_slice::<serde_json::Value>(line).is_err() => {
                     // A torn write: keep everything before it.
-                    let file = std::fs::OpenOptions::new()
-                        .write(true)
-                        .open(path)
-                        .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
                     file.set_len(offset as u64)
                         .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
                     dropped = true;
@@ -136,11 +140,10 @@ pub fn load(path: &Path) -> Result<Replayed, String> {
     }
     // A last line that parsed but lacks its newline: add it, so appends start clean.
     if !dropped && !bytes.is_empty() && bytes.last() != Some(&b'\n') {
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
-        file.write_all(b"\n")
+        // Opened to append: the newline goes at the end.
+        let mut writer = file;
+        writer
+            .write_all(b"\n")
             .map_err(|e| format!("cannot repair `{}`: {e}", path.display()))?;
     }
     let mut replayed = replay(records);
@@ -322,6 +325,15 @@ pub fn apply_all(r: &mut Replayed, records: &[Record]) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The log as eve opens it: to read and append.
+    fn open(path: &Path) -> File {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .unwrap()
+    }
     use crate::protocol::ToolCall;
     use serde_json::json;
 
@@ -407,7 +419,7 @@ mod tests {
         let good_len = text.len();
         text.push_str("{\"record\":\"message\",\"message\":{\"role\":\"tool\",\"resu");
         std::fs::write(&path, &text).unwrap();
-        let r = load(&path).unwrap();
+        let r = load(&open(&path), &path).unwrap();
         assert!(r.dropped_torn_line);
         assert_eq!(r.history.len(), 2);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), good_len as u64);
@@ -416,7 +428,7 @@ mod tests {
         damaged.insert_str(0, "not json\n");
         std::fs::write(&path, damaged).unwrap();
         assert!(
-            load(&path)
+            load(&open(&path), &path)
                 .unwrap_err()
                 .contains("line 1 is not a session record")
         );
@@ -432,7 +444,7 @@ mod tests {
             .collect();
         text.push_str("{\"record\":\"from_a_newer_eve\",\"x\":1}\n");
         std::fs::write(&path, &text).unwrap();
-        let error = load(&path).unwrap_err();
+        let error = load(&open(&path), &path).unwrap_err();
         assert!(error.contains("line 7 is not a session record"), "{error}");
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),

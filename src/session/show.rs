@@ -76,7 +76,8 @@ pub fn rows(agent_dir: &Path) -> std::io::Result<Vec<Row>> {
 
 /// Reads a log without changing it (no repair: listing must not write).
 pub fn read(path: &Path) -> Result<Replayed, String> {
-    let text = std::fs::read_to_string(path)
+    let text = super::store::read(path)
+        .and_then(|bytes| String::from_utf8(bytes).map_err(std::io::Error::other))
         .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     let mut records = Vec::new();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

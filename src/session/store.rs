@@ -44,6 +44,30 @@ pub fn remove_log(agent_dir: &Path, id: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Reads the log at `path` (one [`list`] found), never through a link planted at its
+/// name and never waiting on a FIFO there (`eve sessions list` reads every log).
+pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::other("it is a symbolic link, not a session log")
+            } else {
+                e
+            }
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Whether `id` looks like a session id (so it cannot name a path elsewhere).
 pub fn is_valid_id(id: &str) -> bool {
     id.strip_prefix("ses_")
