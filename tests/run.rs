@@ -1051,6 +1051,11 @@ fn an_http_tool_sends_its_rendered_request_and_returns_the_body() {
         .env("MOCK_URL", server.url())
         .env("WEATHER_TOKEN", "w-token")
         .env("ANTHROPIC_API_KEY", "sk-ant-never-sent")
+        // A variable no template can name, which must not break the tool.
+        .env(
+            "NOT_UTF8",
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"\xff\xfe"),
+        )
         .args([agent.path().to_str().unwrap(), "weather?"])
         .output()
         .unwrap();

@@ -107,7 +107,10 @@ impl HttpTool {
 
     async fn run(&self, input: &Value, ctx: &ToolContext) -> ToolOutput {
         // Provider API keys stay out of reach, as they do for command tools.
-        let env: BTreeMap<String, String> = std::env::vars()
+        // `vars_os`: `vars` panics on a name or value that is not UTF-8, and such a
+        // variable (which no template can name) must not break the tool.
+        let env: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
             .filter(|(name, _)| !ctx.hidden_env.contains(name))
             .collect();
         let request = match self.render(input, &ctx.agent_dir.to_string_lossy(), &env) {
