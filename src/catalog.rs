@@ -93,9 +93,20 @@ impl Catalog {
 impl BuiltinTool {
     /// The input schema parsed as JSON.
     pub fn schema(&self) -> serde_json::Value {
-        // The unit tests parse every schema, so the fallback is never reached.
-        serde_json::from_str(self.input_schema)
-            .unwrap_or_else(|_| serde_json::json!({ "type": "object" }))
+        // Parsed once a process: every build asks for every built-in's schema, and a
+        // copy costs a fraction of a parse.
+        static PARSED: std::sync::LazyLock<
+            std::sync::Mutex<std::collections::HashMap<&'static str, serde_json::Value>>,
+        > = std::sync::LazyLock::new(Default::default);
+        let mut parsed = PARSED.lock().unwrap_or_else(|e| e.into_inner());
+        parsed
+            .entry(self.input_schema)
+            .or_insert_with(|| {
+                // The unit tests parse every schema, so the fallback is never reached.
+                serde_json::from_str(self.input_schema)
+                    .unwrap_or_else(|_| serde_json::json!({ "type": "object" }))
+            })
+            .clone()
     }
 
     /// The setting with this name, if the tool accepts it.

@@ -275,12 +275,19 @@ fn measure(manifest: &Manifest, rendered: Option<&str>) -> Budget {
 /// `name`, `description` and `input_schema`; OpenAI's wraps the same in a few more
 /// characters).
 fn definition(tool: &crate::manifest::Tool) -> String {
-    serde_json::json!({
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": tool.input_schema,
+    // Borrowed: `json!` copied the whole schema into a new value first, on every build.
+    #[derive(serde::Serialize)]
+    struct Definition<'a> {
+        name: &'a str,
+        description: &'a str,
+        input_schema: &'a serde_json::Value,
+    }
+    serde_json::to_string(&Definition {
+        name: &tool.name,
+        description: &tool.description,
+        input_schema: &tool.input_schema,
     })
-    .to_string()
+    .unwrap_or_default()
 }
 
 /// Warns when the fixed part of the requests of the agent of `manifest` (its own, not
