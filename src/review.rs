@@ -65,6 +65,17 @@ fn record(agent_dir: &Path, record: &Pending) -> std::io::Result<()> {
     crate::statedir::create(agent_dir, &[])?.write(RECORD, text.as_bytes())
 }
 
+/// Whether `event` says something of the model's ran: a call requested, or a parked
+/// one settled. A run with no such event and no servers ([`runs_servers`]) cannot have
+/// changed the agent's definition.
+pub fn acted(event: &crate::protocol::Event) -> bool {
+    use crate::protocol::EventKind;
+    matches!(
+        event.kind,
+        EventKind::ActionsRequested { .. } | EventKind::ActionResult { .. }
+    )
+}
+
 /// Whether processes ran beside a session of `ran` on their own — the connections'
 /// servers, top level or in a subagent — so that a run that called no tool could still
 /// have changed the agent's definition. A run that called no tool and started no

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -80,6 +80,31 @@ impl Dev {
     }
 }
 
+/// An agent `dev-test` in a new temp folder, with "Version one." as its instructions
+/// and `replies` as its scripted model's replies: the folder, and the agent directory.
+fn dev_agent(replies: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap().join("agent");
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(
+        dir.join("agent.toml"),
+        "name = \"dev-test\"\nmodel = \"openai/gpt-4.1\"\ndefault_tools = false\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("instructions.md"), "Version one.\n").unwrap();
+    std::fs::write(dir.join("replies.yaml"), replies).unwrap();
+    (tmp, dir)
+}
+
+/// The model requests the scripted provider logged to `log`.
+fn logged_requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn offered(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
@@ -94,22 +119,10 @@ fn offered(request: &Value) -> Vec<String> {
 /// itself (which would keep the next turn on the old build until `/accept`).
 #[test]
 fn an_edit_saved_during_a_turn_that_ran_nothing_is_the_persons_and_reloads() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap().join("agent");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("agent.toml"),
-        "name = \"dev-test\"\nmodel = \"openai/gpt-4.1\"\ndefault_tools = false\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("instructions.md"), "Version one.\n").unwrap();
     // The first call fails and is retried a second later: the turn is still running
     // while the person saves.
-    std::fs::write(
-        dir.join("replies.yaml"),
-        "- error:\n    status: 529\n    retry_after: 1\n- text: One.\n- text: Two.\n",
-    )
-    .unwrap();
+    let (tmp, dir) =
+        dev_agent("- error:\n    status: 529\n    retry_after: 1\n- text: One.\n- text: Two.\n");
     let log = tmp.path().join("requests.jsonl");
     let mut dev = Dev::start(&dir, &log);
     dev.send("first");
@@ -124,31 +137,14 @@ fn an_edit_saved_during_a_turn_that_ran_nothing_is_the_persons_and_reloads() {
     let stderr = dev.stderr();
     assert!(!stderr.contains("changed during this turn"), "{stderr}");
     assert!(!stderr.contains("still using the last build"), "{stderr}");
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let requests = logged_requests(&log);
     assert_eq!(requests.len(), 3, "{stderr}");
     assert_eq!(requests[2]["system"], "Version two.", "{stderr}");
 }
 
 #[test]
 fn edits_between_turns_reload_and_a_broken_build_keeps_the_last_good_one() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap().join("agent");
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::write(
-        dir.join("agent.toml"),
-        "name = \"dev-test\"\nmodel = \"openai/gpt-4.1\"\ndefault_tools = false\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("instructions.md"), "Version one.\n").unwrap();
-    std::fs::write(
-        dir.join("replies.yaml"),
-        "- text: One.\n- text: Two.\n- text: Three.\n- text: Four.\n",
-    )
-    .unwrap();
+    let (tmp, dir) = dev_agent("- text: One.\n- text: Two.\n- text: Three.\n- text: Four.\n");
     let log = tmp.path().join("requests.jsonl");
     let mut dev = Dev::start(&dir, &log);
 
@@ -196,11 +192,7 @@ fn edits_between_turns_reload_and_a_broken_build_keeps_the_last_good_one() {
         stderr.contains("error[E0001]") || stderr.contains("modle"),
         "{stderr}"
     );
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let requests = logged_requests(&log);
     assert_eq!(requests.len(), 3);
     assert!(!offered(&requests[0]).contains(&"x".to_string()));
     assert_eq!(offered(&requests[1]), ["x"], "{stderr}");

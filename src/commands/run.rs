@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::cli::{Output, RunArgs};
 use crate::compiler::{self, render};
 use crate::console::{self, OutputMode, Renderer, TerminalAsker};
-use crate::protocol::{EventKind, Resolution};
+use crate::protocol::Resolution;
 use crate::runner::{self, Action, RunError, RunOptions, SessionChoice};
 
 /// `built`: the build made before the run to learn the agent's secret variables, if any;
@@ -166,10 +166,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
         prepared.events,
         action,
         |event| {
-            acted |= matches!(
-                event.kind,
-                EventKind::ActionsRequested { .. } | EventKind::ActionResult { .. }
-            );
+            acted |= crate::review::acted(event);
             console.event(event)
         },
     ));

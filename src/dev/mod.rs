@@ -436,11 +436,7 @@ impl Dev {
             prepared.events,
             action,
             |event| {
-                acted |= matches!(
-                    event.kind,
-                    crate::protocol::EventKind::ActionsRequested { .. }
-                        | crate::protocol::EventKind::ActionResult { .. }
-                );
+                acted |= crate::review::acted(event);
                 console.event(event)
             },
         ));

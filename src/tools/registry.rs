@@ -85,6 +85,7 @@ fn executor(
 impl Registry {
     /// Builds the registry. A tool eve cannot execute is left out (never offered to the
     /// model) and listed by [`Registry::unavailable`].
+    #[cfg(test)]
     pub fn from_manifest(manifest: &manifest::Manifest) -> Registry {
         Registry::for_provider(&Arc::new(manifest.clone()), false, true, None)
     }
