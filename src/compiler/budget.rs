@@ -290,16 +290,49 @@ fn definition(tool: &crate::manifest::Tool) -> String {
     .unwrap_or_default()
 }
 
+/// Where the agent's `max_output_tokens` came from, for [`check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Written in its `agent.toml`.
+    Written,
+    /// Derived from the window, or the parent's.
+    Default,
+}
+
 /// Warns when the fixed part of the requests of the agent of `manifest` (its own, not
 /// its subagents', which are checked where they are compiled) takes more than
-/// [`WARN_SHARE`] of its window; an error when it leaves less room than
-/// `max_output_tokens`. `file` is the agent's `agent.toml` as diagnostics name it.
-pub fn check(manifest: &Manifest, rendered: Option<&str>, file: &str, diags: &mut Diagnostics) {
+/// [`WARN_SHARE`] of its window, or leaves less room than a default (`output`)
+/// `max_output_tokens`; an error when it leaves less room than a written one. `file` is
+/// the agent's `agent.toml` as diagnostics name it.
+pub fn check(
+    manifest: &Manifest,
+    rendered: Option<&str>,
+    output: Output,
+    file: &str,
+    diags: &mut Diagnostics,
+) {
     let budget = measure(manifest, rendered);
     let total = thousands(budget.total as usize);
     let window = thousands(budget.context_window as usize);
     let smaller = "defer skills (`deferred: true`) or connections (`defer = true`), shorten long descriptions, or disable tools the agent does not need";
-    let (diagnostic, why, help) = if budget.room() < budget.max_output_tokens {
+    let overflows = budget.room() < budget.max_output_tokens;
+    let (diagnostic, why, help) = if overflows && output == Output::Default {
+        // A default never makes a file invalid (a small local model's window with the
+        // default tools): the author is told, and the build stands.
+        (
+            Diagnostic::warning(
+                code::CONTEXT_BUDGET,
+                format!(
+                    "the context before the first message is ~{total} tokens, {} of the {window}-token window: it leaves ~{}, less than the default `max_output_tokens` ({})",
+                    percent(budget.share),
+                    thousands(budget.room() as usize),
+                    thousands(budget.max_output_tokens as usize),
+                ),
+            ),
+            "a reply to the first message may be cut short",
+            format!("{smaller}; or set `[limits] context_window` to the model's real window"),
+        )
+    } else if overflows {
         (
             Diagnostic::error(
                 code::CONTEXT_OVERFLOW,
@@ -356,6 +389,31 @@ mod tests {
         }
         let build = super::super::compile(dir.path(), &crate::tools::builtin::CATALOG);
         build.manifest.unwrap()
+    }
+
+    /// The codes a build of these files reports.
+    fn codes(files: &[(&str, &str)]) -> (bool, Vec<&'static str>) {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let build = super::super::compile(dir.path(), &crate::tools::builtin::CATALOG);
+        let codes = build.diagnostics.iter().map(|d| d.code).collect();
+        (build.manifest.is_some(), codes)
+    }
+
+    #[test]
+    fn a_small_window_with_the_default_output_warns_and_a_written_output_is_an_error() {
+        // A local model's window and eve's default tools: only the window was written.
+        let window = "model = \"openai/m\"\n[limits]\ncontext_window = 4096\n";
+        let (built, found) = codes(&[("agent.toml", window), ("instructions.md", "Hi.\n")]);
+        assert!(built, "{found:?}");
+        assert_eq!(found, vec![code::CONTEXT_BUDGET]);
+        // The same room, with `max_output_tokens` the author wrote: it cannot fit.
+        let written = format!("{window}max_output_tokens = 1024\n");
+        let (built, found) = codes(&[("agent.toml", &written), ("instructions.md", "Hi.\n")]);
+        assert!(!built, "{found:?}");
+        assert_eq!(found, vec![code::CONTEXT_OVERFLOW]);
     }
 
     #[test]

@@ -63,6 +63,9 @@ pub struct Config {
     pub env_key_errors: Vec<(String, Diagnostic)>,
     /// The wire protocol of the agent's model (`None` for the scripted provider).
     pub api: Option<Api>,
+    /// Whether `[limits] max_output_tokens` is written in this file (else it is derived
+    /// or inherited): only a written one that does not fit is the author's error.
+    pub max_output_written: bool,
 }
 
 /// Compiles `agent.toml` (or reports it missing). Always returns a config, with defaults
@@ -103,6 +106,7 @@ pub fn compile(
         instructions_env: Vec::new(),
         env_key_errors: Vec::new(),
         api: Some(Api::Anthropic),
+        max_output_written: false,
     };
     let file = match file {
         AgentToml::File(file) => file,
@@ -125,7 +129,7 @@ pub fn compile(
         }
     };
     let mut root = toml.root(&super::shape::agent::AGENT);
-    read_agent(&mut root, &mut config, inherited, agent_dir);
+    config.max_output_written = read_agent(&mut root, &mut config, inherited, agent_dir);
     if inherited.is_some() && !root.contains("description") {
         toml.report(
             Diagnostic::error(
@@ -142,12 +146,13 @@ pub fn compile(
     config
 }
 
+/// Reads the agent's keys into `config`; returns whether `max_output_tokens` is written.
 fn read_agent(
     root: &mut TableReader<'_>,
     config: &mut Config,
     inherited: Option<&Inherited>,
     agent_dir: &std::path::Path,
-) {
+) -> bool {
     let toml = root.file();
     let agent = &mut config.agent;
     if let Some(name) = root.string("name") {
@@ -241,6 +246,7 @@ fn read_agent(
         }
         limits.finish();
     }
+    let max_output_written = max_output.is_some();
     set_window(toml, &mut agent.limits, window, max_output, parent);
 
     let mut threshold_written = false;
@@ -332,6 +338,7 @@ fn read_agent(
         }
         instructions.finish();
     }
+    max_output_written
 }
 
 /// `[sandbox]`: the mode, the network switch, extra writable folders (which must exist,

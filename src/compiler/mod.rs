@@ -332,6 +332,7 @@ fn compile_files(
         diags,
     );
 
+    let max_output_written = config.max_output_written;
     let manifest = Manifest {
         schema_version: SCHEMA_VERSION,
         agent: config.agent,
@@ -344,7 +345,18 @@ fn compile_files(
     };
     // Measured once the rest builds: until then the numbers are of an agent that is not.
     if !diags.has_errors() {
-        budget::check(&manifest, rendered.as_deref(), &at("agent.toml"), diags);
+        let output = if max_output_written {
+            budget::Output::Written
+        } else {
+            budget::Output::Default
+        };
+        budget::check(
+            &manifest,
+            rendered.as_deref(),
+            output,
+            &at("agent.toml"),
+            diags,
+        );
     }
     Some(manifest)
 }
