@@ -5,6 +5,12 @@
 //! (user + system of this process, the spawning of tool processes included), the
 //! CPU of the tool processes, and the peak resident memory. Then the time from opening
 //! a 10,000-event session log to its first provider request.
+//!
+//! First, what a step and a start cost beside their floors, measured in the same run:
+//! a 50-step `eve run` (each step one `bash` call running `true`) against spawning
+//! `bash -c true` from this program, a one-reply turn (with a provider key in the
+//! environment) against `eve --version`, the disk syncs of the 50-step run (counted
+//! with `strace -f -c` when it is installed) and its peak memory.
 //! Run with `cargo bench --bench harness`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,7 +26,8 @@ fn main() {
     generate(&pure, "missing_tool");
     generate(&noop, "noop");
 
-    println!("{STEPS}-step turn, scripted provider, events serialised to JSON (in process):");
+    floor_benchmark(&tmp.join("floor"));
+    println!("\n{STEPS}-step turn, scripted provider, events serialised to JSON (in process):");
     for round in 1..=3 {
         report(
             &format!("harness only (unknown tool, no process), run {round}"),
@@ -66,6 +73,169 @@ fn generate(dir: &Path, tool: &str) {
     }
     replies.push_str("- text: Done.\n");
     std::fs::write(dir.join("replies.yaml"), replies).unwrap();
+}
+
+/// Steps of the loop compared with the floor.
+const LOOP: usize = 50;
+/// Runs of each measure (the median is reported).
+const RUNS: usize = 11;
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// An agent whose scripted model calls `bash` with `true` `steps` times, then answers.
+fn bash_loop(dir: &Path, steps: usize) {
+    std::fs::create_dir_all(dir.join("tools")).unwrap();
+    std::fs::write(
+        dir.join("agent.toml"),
+        format!("name = \"floor\"\nmodel = \"scripted:replies.yaml\"\ndefault_tools = false\n[limits]\nmax_steps = {}\n", steps + 1),
+    )
+    .unwrap();
+    std::fs::write(dir.join("instructions.md"), "Run the tool.\n").unwrap();
+    std::fs::write(dir.join("tools/bash.toml"), "approval = \"never\"\n").unwrap();
+    let mut replies = String::new();
+    for _ in 0..steps {
+        replies.push_str("- tool_calls: [{name: bash, input: {command: \"true\"}}]\n");
+    }
+    replies.push_str("- text: Done.\n");
+    std::fs::write(dir.join("replies.yaml"), replies).unwrap();
+}
+
+/// One `eve` run of `args` (its output thrown away): wall time and `wait4`'s usage.
+#[allow(clippy::zombie_processes)]
+fn eve_once(args: &[&str], key: bool) -> (Duration, libc::rusage) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_eve"));
+    command
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if key {
+        command.env("ANTHROPIC_API_KEY", "sk-ant-bench-not-a-key");
+    }
+    let start = Instant::now();
+    let child = command.spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: waits for the child this function started and fills the zeroed rusage.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage);
+        usage
+    };
+    let wall = start.elapsed();
+    assert_eq!(status, 0, "eve {args:?} failed");
+    (wall, usage)
+}
+
+/// The step and the start beside their floors (see the module docs).
+fn floor_benchmark(dir: &Path) {
+    let many = dir.join("loop");
+    let one = dir.join("one");
+    bash_loop(&many, LOOP);
+    bash_loop(&one, 0);
+    let run = |agent: &Path| {
+        vec![
+            "run".to_string(),
+            agent.to_str().unwrap().to_string(),
+            "Go.".to_string(),
+            "-o".to_string(),
+            "stream-json".to_string(),
+        ]
+    };
+    let (many_args, one_args) = (run(&many), run(&one));
+    fn as_str(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    // Warm the build cache and the page cache once.
+    eve_once(&as_str(&many_args), false);
+    eve_once(&as_str(&one_args), false);
+    let (mut floor, mut version, mut reply, mut looped) = (vec![], vec![], vec![], vec![]);
+    let mut peak = 0i64;
+    for _ in 0..RUNS {
+        // Interleaved, so a busy machine slows all alike.
+        let start = Instant::now();
+        for _ in 0..LOOP {
+            let status = std::process::Command::new("bash")
+                .args(["-c", "true"])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        floor.push(start.elapsed() / LOOP as u32);
+        version.push(eve_once(&["--version"], false).0);
+        reply.push(eve_once(&as_str(&one_args), true).0);
+        let (wall, usage) = eve_once(&as_str(&many_args), true);
+        looped.push(wall);
+        peak = peak.max(usage.ru_maxrss);
+    }
+    let (floor, version, reply, looped) = (
+        median(floor),
+        median(version),
+        median(reply),
+        median(looped),
+    );
+    let step = looped.saturating_sub(reply) / LOOP as u32;
+    println!(
+        "what a step and a start cost, beside their floors (medians of {RUNS} runs, this machine, this run):"
+    );
+    println!(
+        "  floor: spawning `bash -c true` from this program: {:.3} ms",
+        ms(floor)
+    );
+    println!(
+        "  eve: a tool step (`bash` running `true`), from a {LOOP}-step run less a one-reply run: {:.3} ms = {:.2}x the floor",
+        ms(step),
+        step.as_secs_f64() / floor.as_secs_f64()
+    );
+    println!(
+        "  floor: `eve --version`: {:.3} ms; eve: a one-reply turn with a provider key set: {:.3} ms = {:.2}x",
+        ms(version),
+        ms(reply),
+        reply.as_secs_f64() / version.as_secs_f64()
+    );
+    println!(
+        "  peak resident memory of the {LOOP}-step run: {:.1} MiB",
+        peak as f64 / 1024.0
+    );
+    syncs(&as_str(&many_args));
+}
+
+/// Counts the `fsync`/`fdatasync` calls of one run under `strace -f -c`.
+fn syncs(args: &[&str]) {
+    let out = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-c",
+            "-e",
+            "trace=fsync,fdatasync,sync_file_range",
+            "-o",
+            "/dev/stdout",
+        ])
+        .arg(env!("CARGO_BIN_EXE_eve"))
+        .args(args)
+        .env("ANTHROPIC_API_KEY", "sk-ant-bench-not-a-key")
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        println!("  disk syncs: not counted (strace is not installed)");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The summary's last line: `100.00 <seconds> <usecs/call> <calls> [errors] total`.
+    let calls: u64 = text
+        .lines()
+        .filter(|l| l.contains("fsync") || l.contains("fdatasync") || l.contains("sync_file_range"))
+        .filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
+        .sum();
+    println!(
+        "  disk syncs of the {LOOP}-step run: {calls} ({:.2} a step)",
+        calls as f64 / LOOP as f64
+    );
 }
 
 fn rusage(who: libc::c_int) -> libc::rusage {

@@ -27,12 +27,11 @@ fn main() {
     let support = Support::detect();
     println!("this machine: {}", support.describe().join(", "));
     let plain = ToolContext::new(ws.clone(), ws.join("agent"));
-    let temp = tempfile::tempdir().unwrap();
-    let temp_path = temp.path().to_path_buf();
     for (label, network) in [
         ("workspace-write", true),
         ("workspace-write, network off", false),
     ] {
+        let temp_path = eve::sandbox::temp_folder();
         let policy = Policy::new(
             SandboxMode::WorkspaceWrite,
             network,
@@ -42,8 +41,7 @@ fn main() {
             std::slice::from_ref(&eve_dir),
         );
         let started = Instant::now();
-        let sandbox =
-            Sandbox::prepare(&policy, tempfile::tempdir().unwrap(), false, &support).unwrap();
+        let sandbox = Sandbox::prepare(&policy, temp_path, false, &support);
         let prepare = started.elapsed();
         let mut boxed = plain.clone();
         boxed.sandbox = Some(Arc::new(sandbox));
@@ -57,7 +55,6 @@ fn main() {
             ms(prepare)
         );
     }
-    drop(temp);
 }
 
 fn medians(
@@ -76,12 +73,11 @@ fn medians(
 }
 
 fn once(runtime: &tokio::runtime::Runtime, ctx: &ToolContext) -> Duration {
-    let mut command = tokio::process::Command::new("bash");
-    command.arg("-c").arg("true");
     let start = Instant::now();
     let finished = runtime
         .block_on(eve::tools::process::run(
-            command,
+            "bash",
+            &["-c", "true"],
             None,
             ctx,
             Duration::from_secs(30),

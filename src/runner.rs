@@ -96,6 +96,9 @@ pub struct RunOptions {
     pub connections: Option<Arc<crate::connections::Connections>>,
     /// Variables hidden from the processes tools start, besides the provider keys.
     pub hidden_env: Vec<String>,
+    /// A sandbox made once for every session of this manifest (`eve serve`: its launcher
+    /// and temp folder are kept across turns); `None`: each session makes its own.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 /// Exit codes of `eve run`: the one table.
@@ -308,15 +311,18 @@ fn session_setup(
     )
     .map_err(RunError::Failed)?;
     let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
-    let (sandbox, warnings) = crate::sandbox::for_session(
-        &manifest,
-        &agent_dir,
-        &workspace,
-        options.sandbox_mode,
-        options.no_network,
-        &Support::detect(),
-    )
-    .map_err(RunError::Failed)?;
+    let (sandbox, warnings) = match &options.sandbox {
+        Some(shared) => (Some(shared.clone()), shared.warnings()),
+        None => crate::sandbox::for_session(
+            &manifest,
+            &agent_dir,
+            &workspace,
+            options.sandbox_mode,
+            options.no_network,
+            &Support::detect(),
+        )
+        .map_err(RunError::Failed)?,
+    };
     let mut hidden_env = providers::key_variables(&manifest);
     hidden_env.extend(options.hidden_env.iter().cloned());
     let mut setup = Setup {
@@ -477,7 +483,6 @@ fn watch_interrupts(cancel: CancellationToken) -> Option<tokio::task::JoinHandle
             if interrupts.recv().await.is_some() {
                 cancel.cancel();
                 if interrupts.recv().await.is_some() {
-                    crate::connections::kill_all();
                     std::process::exit(i32::from(exit::ABORTED));
                 }
             }
@@ -489,7 +494,6 @@ fn watch_interrupts(cancel: CancellationToken) -> Option<tokio::task::JoinHandle
             if tokio::signal::ctrl_c().await.is_ok() {
                 cancel.cancel();
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    crate::connections::kill_all();
                     std::process::exit(i32::from(exit::ABORTED));
                 }
             }

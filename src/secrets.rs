@@ -1,29 +1,25 @@
 //! Provider keys held in eve's memory only, never in its environment.
 //!
 //! A process's environment block stays readable (`/proc/PID/environ`, `ps eww`) for as
-//! long as it runs, whatever it unsets later, and any process the model starts can read
-//! it. So a command that runs tools calls [`isolate`] first: when a secret variable is
-//! set, eve re-executes itself with those variables removed from the environment and
-//! passes their values through an inherited pipe, which the new image reads once and
-//! closes. It also marks itself non-dumpable, so processes of the same user cannot read
-//! its memory or its `/proc` files (root still can; the sandbox stops its children).
+//! long as it runs, whatever it unsets later, and a process the model starts could read
+//! it. So a command that runs tools calls [`isolate`] first: each secret variable is
+//! copied into eve's memory, removed from the environment, and its `NAME=VALUE` bytes
+//! in the environment block the kernel shows are overwritten in place. eve also marks
+//! itself non-dumpable, so processes of the same user cannot read its memory or its
+//! `/proc` files; the processes the model starts run without any capability (as root
+//! too) and in a Landlock domain, so they cannot either. No second image of eve is
+//! needed.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-/// The variable that tells the re-executed eve where its secrets are.
-const FD_VAR: &str = "EVE_SECRETS_FD";
-
-/// The most secret bytes passed on (a pipe holds 64 KiB without a reader).
-const MAX_PAYLOAD: usize = 60 * 1024;
-
-static STORE: OnceLock<HashMap<String, String>> = OnceLock::new();
+static STORE: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
 /// The value of a variable: from the secrets eve took out of its environment, else
 /// from the environment.
 pub fn var(name: &str) -> Option<String> {
-    STORE
-        .get()
+    crate::sync::lock(&STORE)
+        .as_ref()
         .and_then(|store| store.get(name).cloned())
         .or_else(|| std::env::var(name).ok())
 }
@@ -35,58 +31,34 @@ pub fn looks_secret(name: &str) -> bool {
 
 /// Moves the secret variables out of eve's environment (see the module docs). `known`
 /// names the variables the agent reads keys from; any variable whose name
-/// [`looks_secret`] counts too. Returns only when eve goes on in this image: nothing
-/// (more) was secret, or re-executing failed (the reason is returned so the caller can
-/// warn).
-///
-/// The variables whose names say they are keys move first, before `known` is asked:
-/// learning the others takes a build, and the image that makes it is then the one
-/// that goes on, so the build is made once (the common case, a provider key in the
-/// environment, costs one re-execution and one build). A variable only the agent's
-/// definition names (a custom provider's `api_key_env`, a connection's `${VAR}`)
-/// moves in one more re-execution, with the secrets taken over so far.
+/// [`looks_secret`] counts too, and moves first (learning the others takes a build).
+/// The error says why the environment block could not be overwritten (the variables
+/// are out of the environment all the same), so the caller can warn.
 pub fn isolate(known: impl FnOnce() -> Vec<String>) -> Result<(), String> {
     harden();
-    #[cfg(unix)]
-    {
-        let mut store = match std::env::var_os(FD_VAR) {
-            Some(fd) => unix::adopt(&fd)?,
-            None => HashMap::new(),
-        };
-        let mut secrets = set_vars(&looks_secret);
-        if secrets.is_empty() {
-            let known = known();
-            secrets = set_vars(&|n| known.iter().any(|k| k == n));
-        }
-        if secrets.is_empty() {
-            let _ = STORE.set(store);
-            return Ok(());
-        }
-        // What the next image takes over: the secrets taken over so far, and these.
-        let moving: Vec<(String, String)> = store
-            .iter()
-            .filter(|(name, _)| !secrets.iter().any(|(n, _)| n == *name))
-            .map(|(n, v)| (n.clone(), v.clone()))
-            .chain(secrets.iter().cloned())
-            .collect();
-        let error = unix::reexec(&moving, &secrets);
-        // Still here: eve goes on in this image, with what it has taken over.
-        store.extend(secrets);
-        let _ = STORE.set(store);
-        error
+    let first = take(&looks_secret);
+    let known = known();
+    let second = take(&|n| known.iter().any(|k| k == n));
+    first.and(second)
+}
+
+/// Moves the variables `wanted` picks into the store.
+fn take(wanted: &dyn Fn(&str) -> bool) -> Result<(), String> {
+    let secrets = set_vars(wanted);
+    if secrets.is_empty() {
+        return Ok(());
     }
-    #[cfg(not(unix))]
-    {
-        let _ = known;
-        Ok(())
-    }
+    let names: Vec<String> = secrets.iter().map(|(n, _)| n.clone()).collect();
+    crate::sync::lock(&STORE)
+        .get_or_insert_with(HashMap::new)
+        .extend(secrets);
+    scrub(&names)
 }
 
 /// The variables set (not empty) whose names `wanted` picks. The environment is read
 /// as the OS holds it: `std::env::vars` panics on a name or value that is not UTF-8,
 /// which anyone who starts eve can put there. A secret's value that is not UTF-8 moves
 /// out all the same (read back with its bad bytes replaced: no provider takes it anyway).
-#[cfg(unix)]
 fn set_vars(wanted: &dyn Fn(&str) -> bool) -> Vec<(String, String)> {
     std::env::vars_os()
         .filter_map(|(name, value)| {
@@ -107,127 +79,92 @@ fn harden() {
     }
 }
 
-#[cfg(unix)]
-mod unix {
-    use std::collections::HashMap;
-    use std::ffi::OsStr;
-    use std::io::{Read, Write};
-    use std::os::fd::{FromRawFd, OwnedFd};
-    use std::os::unix::process::CommandExt;
-
-    use super::{FD_VAR, MAX_PAYLOAD};
-
-    /// Encodes `NAME\0VALUE\0` pairs.
-    fn encode(secrets: &[(String, String)]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (name, value) in secrets {
-            out.extend_from_slice(name.as_bytes());
-            out.push(0);
-            out.extend_from_slice(value.as_bytes());
-            out.push(0);
-        }
-        out
+/// Removes `names` from the environment and overwrites their `NAME=VALUE` strings where
+/// they lie in the environment block the process started with (what `/proc/PID/environ`
+/// shows). Strings elsewhere (set by the process itself) are only removed.
+fn scrub(names: &[String]) -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    let spans = linux::spans(names);
+    for name in names {
+        // SAFETY: called at start, before any thread but the build's idle workers
+        // exists; none of them reads the environment.
+        unsafe { std::env::remove_var(name) };
     }
-
-    fn decode(bytes: &[u8]) -> HashMap<String, String> {
-        let mut parts = bytes.split(|b| *b == 0);
-        let mut out = HashMap::new();
-        while let (Some(name), Some(value)) = (parts.next(), parts.next()) {
-            if name.is_empty() {
-                break;
+    #[cfg(target_os = "linux")]
+    {
+        let (start, end) = linux::block()?;
+        for (at, len) in spans {
+            if at >= start && at.saturating_add(len) <= end {
+                // SAFETY: the bytes lie in this process's own environment block (on its
+                // stack, writable), and nothing points at them since the variable was
+                // removed.
+                unsafe { std::ptr::write_bytes(at as *mut u8, 0, len) };
             }
-            out.insert(
-                String::from_utf8_lossy(name).into_owned(),
-                String::from_utf8_lossy(value).into_owned(),
-            );
         }
-        out
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::ffi::{CStr, c_char};
+
+    unsafe extern "C" {
+        static environ: *const *const c_char;
     }
 
-    /// Replaces this process with eve again, without the variables `removed`, passing
-    /// `secrets` on through a pipe; on success it does not return.
-    pub fn reexec(
-        secrets: &[(String, String)],
-        removed: &[(String, String)],
-    ) -> Result<(), String> {
-        let payload = encode(secrets);
-        if payload.len() > MAX_PAYLOAD {
-            return Err("the secret variables are too large to pass on".into());
+    /// Where the `NAME=VALUE` strings of `names` are (address, length).
+    pub fn spans(names: &[String]) -> Vec<(usize, usize)> {
+        let mut spans = Vec::new();
+        // SAFETY: `environ` is the C library's array of NUL-terminated strings, ended by
+        // a null pointer; nothing changes it while this reads (see `scrub`).
+        unsafe {
+            let mut entry = environ;
+            while !entry.is_null() && !(*entry).is_null() {
+                let bytes = CStr::from_ptr(*entry).to_bytes();
+                if names
+                    .iter()
+                    .any(|n| bytes.starts_with(n.as_bytes()) && bytes.get(n.len()) == Some(&b'='))
+                {
+                    spans.push((*entry as usize, bytes.len()));
+                }
+                entry = entry.add(1);
+            }
         }
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find eve's own executable: {e}"))?;
-        let mut fds = [0; 2];
-        // SAFETY: pipe writes two new descriptors into the array it is given.
-        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-            return Err(format!(
-                "cannot create a pipe: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        // SAFETY: both descriptors were just created and are owned here alone.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let mut writer = std::fs::File::from(write_end);
-        writer
-            .write_all(&payload)
-            .map_err(|e| format!("cannot pass the secrets on: {e}"))?;
-        drop(writer);
-        let names: Vec<&str> = removed.iter().map(|(n, _)| n.as_str()).collect();
-        let mut args = std::env::args_os();
-        let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
-        let mut command = std::process::Command::new(&exe);
-        command
-            .arg0(arg0)
-            .args(args)
-            .env_clear()
-            .envs(
-                std::env::vars_os()
-                    .filter(|(name, _)| !names.iter().any(|n| OsStr::new(n) == name)),
-            )
-            .env(FD_VAR, {
-                use std::os::fd::AsRawFd;
-                read_end.as_raw_fd().to_string()
-            });
-        // The read end is inherited (pipe does not set close-on-exec); exec only returns on failure.
-        let error = command.exec();
-        Err(format!("cannot restart eve without its secrets: {error}"))
+        spans
     }
 
-    /// Reads the secrets a previous image passed on, and closes the pipe.
-    pub fn adopt(fd: &OsStr) -> Result<HashMap<String, String>, String> {
-        // SAFETY: removing a variable before any other thread exists (this runs first
-        // thing in the process) cannot race with a reader of the environment.
-        unsafe { std::env::remove_var(FD_VAR) };
-        let fd: i32 = fd
-            .to_str()
-            .and_then(|s| s.parse().ok())
-            .filter(|fd| *fd > 2)
-            .ok_or_else(|| format!("{FD_VAR} is not a descriptor"))?;
-        // SAFETY: the previous image left exactly this descriptor open for this image
-        // to own; validity is checked by the read below.
-        let file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-        let mut bytes = Vec::new();
-        file.take(MAX_PAYLOAD as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read the secrets eve passed on: {e}"))?;
-        Ok(decode(&bytes))
+    /// The environment block the kernel shows: `env_start` and `env_end` of
+    /// `/proc/self/stat` (its 50th and 51st fields).
+    pub fn block() -> Result<(usize, usize), String> {
+        let stat = std::fs::read_to_string("/proc/self/stat")
+            .map_err(|e| format!("cannot read /proc/self/stat: {e}"))?;
+        let after = stat
+            .rfind(')')
+            .map(|i| &stat[i + 1..])
+            .ok_or("/proc/self/stat has no command name")?;
+        // Fields from the third (the state) on.
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let field = |n: usize| -> Option<usize> { fields.get(n - 3)?.parse().ok() };
+        match (field(50), field(51)) {
+            (Some(start), Some(end)) if start < end => Ok((start, end)),
+            _ => Err("/proc/self/stat does not say where the environment is".into()),
+        }
     }
 
     #[cfg(test)]
     mod tests {
-        use super::*;
-
         #[test]
-        fn secrets_survive_the_pipe_format() {
-            let secrets = vec![
-                ("ANTHROPIC_API_KEY".to_string(), "sk-ant-1".to_string()),
-                ("EMPTYISH".to_string(), "a=b c".to_string()),
-            ];
-            let decoded = decode(&encode(&secrets));
-            assert_eq!(decoded.len(), 2);
-            assert_eq!(decoded["ANTHROPIC_API_KEY"], "sk-ant-1");
-            assert_eq!(decoded["EMPTYISH"], "a=b c");
-            assert!(decode(b"").is_empty());
+        fn the_environment_block_is_found_and_holds_a_variable() {
+            let (start, end) = super::block().unwrap();
+            let spans = super::spans(&["PATH".to_string()]);
+            assert!(
+                spans
+                    .iter()
+                    .any(|&(at, len)| at >= start && at + len <= end),
+                "PATH lies in the block [{start:#x}, {end:#x}): {spans:?}"
+            );
         }
     }
 }

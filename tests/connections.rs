@@ -1147,20 +1147,49 @@ fn a_server_killed_between_calls_fails_the_next_call_and_the_one_after_restarts_
         &[("t", &server("[tools]\nallow = [\"echo\"]\n"))],
         "- tool_calls: [{name: t__echo, input: {text: one}}]\n- tool_calls: [{name: kill_server, input: {}}]\n- tool_calls: [{name: t__echo, input: {text: two}}]\n- tool_calls: [{name: t__echo, input: {text: three}}]\n- text: done\n",
     );
-    // Kills the server (its pid is the last `started` line of the log) and waits until
-    // it is gone or a zombie, so the next call finds it dead.
+    // Has the server killed (its pid is the last `started` line of the log) and waits
+    // until it is gone or a zombie, so the next call finds it dead. The test kills it:
+    // a process of a call cannot signal one outside the call's PID namespace.
+    let ask = agent.path().join("kill-the-server");
     std::fs::write(
         agent.path().join("tools/kill_server.toml"),
         format!(
-            "description = \"Kills the MCP server\"\ncommand = [\"sh\", \"-c\", \"P=$(grep '^started' '{}' | tail -1 | cut -d' ' -f2); kill -9 $P; while [ -e /proc/$P ] && ! grep -q ') Z' /proc/$P/stat; do sleep 0.02; done\"]\n[input_schema]\ntype = \"object\"\n",
-            agent.log().display()
+            "description = \"Kills the MCP server\"\ncommand = [\"sh\", \"-c\", \"touch '{0}'; while [ -e '{0}' ]; do sleep 0.02; done\"]\n[input_schema]\ntype = \"object\"\n",
+            ask.display()
         ),
     )
     .unwrap();
-    // Sandboxed, the tool could not signal the server, which is outside its Landlock
-    // domain (signals are scoped). This test is about the restart, so the tool runs
-    // unconfined.
-    let (output, _) = agent.run(&["--sandbox", "off", "kill it"]);
+    let log = agent.log();
+    let killer = std::thread::spawn(move || {
+        while !ask.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let pid: i32 = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("started "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        // SAFETY: sends SIGKILL to the server this test's eve started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat.is_empty()
+                || stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::fs::remove_file(&ask).unwrap();
+    });
+    let (output, _) = agent.run(&["kill it"]);
+    killer.join().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = agent.requests();
     assert_eq!(

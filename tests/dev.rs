@@ -282,19 +282,16 @@ fn a_dev_session_killed_after_its_tool_changed_the_definition_leaves_the_change_
     std::fs::write(dir.join("instructions.md"), "Help.\n").unwrap();
     let rules = dir.join("tools/bash.toml");
     let script = base.join("evil.sh");
-    // Undoes the rule the person added, then kills the eve that runs it before eve can
-    // check what changed.
+    // Undoes the rule the person added, then has the eve that runs it killed before eve
+    // can check what changed (a process of the call cannot signal eve itself: it is
+    // outside the call's PID namespace, so the test does it when asked).
+    let kill_eve = base.join("kill-eve");
     std::fs::write(
         &script,
         format!(
-            "rm -f {}\n\
-             pid=$$; top=\n\
-             while [ \"$pid\" -gt 1 ]; do\n\
-               pid=$(cut -d' ' -f4 /proc/$pid/stat)\n\
-               [ \"$(cat /proc/$pid/comm)\" = eve ] && top=$pid\n\
-             done\n\
-             kill -KILL $top\n",
-            rules.display()
+            "rm -f {}\ntouch {}\nsleep 60\n",
+            rules.display(),
+            kill_eve.display()
         ),
     )
     .unwrap();
@@ -319,6 +316,10 @@ fn a_dev_session_killed_after_its_tool_changed_the_definition_leaves_the_change_
     std::fs::write(&rules, "approval = \"always\"\n").unwrap();
     dev.wait_for("↻ reloaded:", 1);
     dev.send("second");
+    while !kill_eve.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    dev.child.kill().unwrap();
     let status = dev.child.wait().unwrap();
     assert!(!rules.exists(), "{}", dev.stderr());
     assert_eq!(status.code(), None, "eve was killed: {}", dev.stderr());

@@ -187,7 +187,7 @@ fn keys_moved_out_in_two_steps_all_reach_the_provider_and_no_tool() {
         "Be brief.",
         &[("bash", "")],
     );
-    let command = "tr '\\0' '\\n' < /proc/$PPID/environ; echo; env";
+    let command = common::READ_EVES_ENVIRONMENT;
     let server = MockServer::start(vec![
         Reply::Sse(vec![
             openai_chunk(
@@ -242,8 +242,8 @@ fn keys_moved_out_in_two_steps_all_reach_the_provider_and_no_tool() {
         .unwrap()
         .to_string();
     assert!(
-        seen.contains("PATH="),
-        "the tool read the environment: {seen}"
+        seen.contains("PATH=") && seen.contains("eve=") && !seen.contains("eve=none"),
+        "the tool found eve and read the environment: {seen}"
     );
     for secret in ["SECRET-1", "SECRET-2", "SECRET-3"] {
         assert!(!seen.contains(secret), "{secret} reached a tool:\n{seen}");
@@ -904,7 +904,7 @@ fn ctrl_c_aborts_the_turn_kills_the_running_tool_and_exits_130() {
     std::fs::write(
         agent.path().join("tools/slow.toml"),
         format!(
-            "description = \"Takes long\"\ncommand = [\"sh\", \"-c\", \"sleep 60 & echo $! > {}; wait\"]\ntimeout_secs = 120\n[input_schema]\ntype = \"object\"\n",
+            "description = \"Takes long\"\ncommand = [\"sh\", \"-c\", \"sh -c 'read -r p _ < /proc/self/stat; echo $p > {}; exec sleep 60' & wait\"]\ntimeout_secs = 120\n[input_schema]\ntype = \"object\"\n",
             marker.display()
         ),
     )

@@ -394,3 +394,189 @@ fn a_connection_with_sandbox_false_is_not_confined_and_eve_connections_says_so()
         "{text}"
     );
 }
+
+/// Whether the tests run as root (CI does): the attacks below need it.
+fn root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Issue 24, finding 1: as root a sandboxed process kept its capabilities, so it made
+/// device nodes in the workspace (a block device reaches any file) and a terminal node
+/// to type into the person's shell. Now it holds none, Landlock never grants device
+/// nodes, and it has no controlling terminal.
+#[test]
+fn as_root_a_sandboxed_process_holds_no_capability_and_makes_no_device_node() {
+    if !supported() || !root() {
+        eprintln!("skipped: not root");
+        return;
+    }
+    let agent = Agent::new(
+        "",
+        false,
+        &bash(
+            "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status; \
+             mknod disk b 7 0; mknod term c 5 0; mknod null c 1 3; \
+             ( exec 3< /dev/tty ) && echo has-a-terminal; \
+             ls",
+        ),
+    );
+    assert_eq!(agent.run(&[]).status.code(), Some(0));
+    let seen = agent.first_result();
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            seen.contains(&format!("{set}:\t0000000000000000")),
+            "{set} is not empty: {seen}"
+        );
+    }
+    for node in ["disk", "term", "null"] {
+        assert!(!agent.workspace.join(node).exists(), "made {node}: {seen}");
+    }
+    assert!(!seen.contains("has-a-terminal"), "{seen}");
+    assert!(
+        seen.contains("/dev/tty: No such device or address"),
+        "{seen}"
+    );
+}
+
+/// Finding 1 again: through a terminal it can open (read-only, as any file), a process
+/// of the model's cannot inject input (`TIOCSTI`): the seccomp filter refuses it.
+#[test]
+fn a_sandboxed_process_cannot_type_into_a_terminal() {
+    if !supported() {
+        return;
+    }
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors; the name, termios and size may be null.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0);
+    // SAFETY: ptsname_r writes at most the buffer's length.
+    let mut name = [0u8; 64];
+    assert_eq!(
+        unsafe { libc::ptsname_r(master, name.as_mut_ptr().cast(), name.len()) },
+        0
+    );
+    let path = std::ffi::CStr::from_bytes_until_nul(&name)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    // Raw and non-blocking: one injected byte would be readable at once.
+    // SAFETY: termios calls on the terminal this test opened.
+    unsafe {
+        let mut raw: libc::termios = std::mem::zeroed();
+        libc::tcgetattr(slave, &mut raw);
+        libc::cfmakeraw(&mut raw);
+        libc::tcsetattr(slave, libc::TCSANOW, &raw);
+        libc::fcntl(slave, libc::F_SETFL, libc::O_NONBLOCK);
+    }
+    let probe = format!(
+        "import fcntl, termios\nfd = open({path:?}, 'rb', buffering=0).fileno()\ntry:\n    fcntl.ioctl(fd, termios.TIOCSTI, b'Z')\n    print('injected')\nexcept OSError as e:\n    print('refused:', e.strerror)\n"
+    );
+    let agent = Agent::new("", false, &bash("python3 probe.py"));
+    std::fs::write(agent.workspace.join("probe.py"), probe).unwrap();
+    assert_eq!(agent.run(&[]).status.code(), Some(0));
+    let seen = agent.first_result();
+    assert!(seen.contains("refused: Permission denied"), "{seen}");
+    let mut byte = [0u8; 1];
+    // SAFETY: read into a one-byte buffer from the non-blocking terminal.
+    let got = unsafe { libc::read(slave, byte.as_mut_ptr().cast(), 1) };
+    assert!(got <= 0, "a byte reached the terminal: {byte:?}");
+    // SAFETY: closing the descriptors this test opened.
+    unsafe {
+        libc::close(master);
+        libc::close(slave);
+    }
+}
+
+/// Issue 24, finding 2: with the network off only `AF_UNIX` sockets open — not IP,
+/// packet, netlink or vsock (as root a packet socket on `lo` reads eve's own requests
+/// to a local provider); with it on, no raw or packet socket either (no `CAP_NET_RAW`).
+#[test]
+fn without_network_only_unix_sockets_open_and_never_a_packet_socket() {
+    if !supported() {
+        return;
+    }
+    let probe = "import socket\n\
+        for name, family, kind in [('inet', 2, 1), ('inet6', 10, 1), ('packet', 17, 3), ('netlink', 16, 3), ('vsock', 40, 1), ('raw', 2, 3), ('unix', 1, 1)]:\n\
+        \x20   try:\n\
+        \x20       socket.socket(family, kind).close()\n\
+        \x20       print(name, 'opened')\n\
+        \x20   except OSError as e:\n\
+        \x20       print(name, 'refused')\n";
+    let off = Agent::new(
+        "[sandbox]\nnetwork = false\n",
+        false,
+        &bash("python3 probe.py"),
+    );
+    std::fs::write(off.workspace.join("probe.py"), probe).unwrap();
+    assert_eq!(off.run(&[]).status.code(), Some(0));
+    let seen = off.first_result();
+    for family in ["inet", "inet6", "packet", "netlink", "vsock", "raw"] {
+        assert!(
+            seen.contains(&format!("{family} refused")),
+            "{family}: {seen}"
+        );
+    }
+    assert!(seen.contains("unix opened"), "{seen}");
+    let on = Agent::new("", false, &bash("python3 probe.py"));
+    std::fs::write(on.workspace.join("probe.py"), probe).unwrap();
+    assert_eq!(on.run(&[]).status.code(), Some(0));
+    let seen = on.first_result();
+    assert!(seen.contains("inet opened"), "{seen}");
+    for family in ["packet", "raw"] {
+        assert!(
+            seen.contains(&format!("{family} refused")),
+            "{family}: {seen}"
+        );
+    }
+}
+
+/// Issue 24, finding 9: a chain of processes deeper than a supervisor can follow (each
+/// waits for the next, so a scan of its children finds one link at a time), whose last
+/// link writes a file late, dies whole with the call: the call's supervisor is the init
+/// of its own PID namespace, and the kernel ends the namespace with it.
+#[test]
+fn a_process_chain_deeper_than_a_scan_dies_whole_with_the_call() {
+    if !supported() {
+        return;
+    }
+    let marker = "eve-chain-marker-24-9";
+    let chain = format!(
+        "if [ \"$1\" -gt 0 ]; then sh chain.sh $(($1 - 1)) {marker} & wait; else touch ready; sleep 3; touch late; fi\n"
+    );
+    let agent = Agent::new(
+        "",
+        false,
+        &bash(&format!(
+            "sh chain.sh 1500 {marker} & while [ ! -e ready ]; do sleep 0.05; done; echo started"
+        )),
+    );
+    std::fs::write(agent.workspace.join("chain.sh"), chain).unwrap();
+    assert_eq!(agent.run(&[]).status.code(), Some(0));
+    let seen = agent.first_result();
+    assert!(seen.starts_with("exit code: 0\n"), "{seen}");
+    assert!(!seen.contains("did not die"), "{seen}");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(
+        !agent.workspace.join("late").exists(),
+        "the end of the chain outlived the call: {seen}"
+    );
+    let survivors = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.windows(marker.len()).any(|w| w == marker.as_bytes()))
+        })
+        .count();
+    assert_eq!(survivors, 0, "processes of the chain are still running");
+}

@@ -168,11 +168,17 @@ fn an_empty_call_id_and_an_id_used_earlier_in_the_session_are_replaced() {
 #[cfg(target_os = "linux")]
 #[test]
 fn processes_the_model_starts_cannot_read_provider_keys_from_eve() {
+    // JSON is YAML.
+    let replies = serde_json::json!([
+        {"tool_calls": [{"name": "bash", "input": {"command": "python3 probe.py"}}]},
+        {"text": "done"}
+    ]);
     let agent = Agent::new(
         "default_tools = false\n[providers.router]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"ROUTER_TOKEN\"\n",
-        "- tool_calls: [{name: bash, input: {command: \"tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo; env\"}}]\n- text: done\n",
+        &replies.to_string(),
     );
     agent.tool("bash", "");
+    std::fs::write(agent.workspace.join("probe.py"), common::READ_EVES_MEMORY).unwrap();
     let output = agent
         .command()
         .env("ANTHROPIC_API_KEY", "sk-ant-SECRET-1")
@@ -188,10 +194,14 @@ fn processes_the_model_starts_cannot_read_provider_keys_from_eve() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(
-        seen.contains("PATH="),
-        "the tool did read eve's environment: {seen}"
-    );
+    // The tool found eve and tried; as root too, it holds no capability and eve is
+    // not dumpable, so both are refused (and the block holds no key anyway).
+    for line in ["eve: found", "environ: refused", "mem: refused", "PATH="] {
+        assert!(
+            seen.contains(line),
+            "no `{line}` in what the tool saw:\n{seen}"
+        );
+    }
     for secret in ["SECRET-1", "SECRET-2", "SECRET-3", "SECRET-4"] {
         assert!(
             !seen.contains(secret),
@@ -200,6 +210,52 @@ fn processes_the_model_starts_cannot_read_provider_keys_from_eve() {
         let log = std::fs::read_to_string(agent.session_log()).unwrap();
         assert!(!log.contains(secret), "{secret} is in the session log");
     }
+}
+
+/// Unconfined (`--sandbox off`), a process eve starts as root may read eve's
+/// environment block: the keys were overwritten there in place when they moved out.
+#[cfg(target_os = "linux")]
+#[test]
+fn with_the_sandbox_off_eves_environment_block_holds_no_key() {
+    let replies = serde_json::json!([
+        {"tool_calls": [{"name": "bash", "input": {"command": "python3 probe.py"}}]},
+        {"text": "done"}
+    ]);
+    let agent = Agent::new("default_tools = false\n", &replies.to_string());
+    agent.tool("bash", "");
+    std::fs::write(agent.workspace.join("probe.py"), common::READ_EVES_MEMORY).unwrap();
+    let output = agent
+        .command()
+        .env("ANTHROPIC_API_KEY", "sk-ant-SECRET-1")
+        .env("SOME_SERVICE_API_KEY", "service-SECRET-4")
+        .args(["--sandbox", "off", "-o", "json", "read it"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = agent.requests();
+    let seen = requests.last().unwrap()["messages"][2]["results"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(seen.contains("eve: found"), "{seen}");
+    let environ = seen
+        .lines()
+        .skip_while(|l| !l.starts_with("environ:"))
+        .take_while(|l| !l.starts_with("mem:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(
+            environ.contains("PATH=") && environ.contains("NO_COLOR=1"),
+            "as root the tool reads eve's block: {environ}"
+        );
+    }
+    assert!(
+        !environ.contains("SECRET"),
+        "a key is in eve's block: {environ}"
+    );
+    assert!(!environ.contains("_API_KEY="), "{environ}");
 }
 
 #[test]
@@ -338,20 +394,19 @@ fn a_run_killed_after_changing_its_definition_still_leaves_the_change_for_review
     let agent = Agent::new("", "- text: unused\n");
     let bash_file = agent.dir.join("tools/bash.toml");
     let script = agent.workspace.join("evil.sh");
-    // Widens its own rules, then kills the eve that runs it before eve can check.
+    // Widens its own rules, then has the eve that runs it killed before eve can check
+    // (a process of the call cannot signal eve itself: it is outside the call's PID
+    // namespace and Landlock domain, so the test does it when asked).
+    let kill_eve = agent.workspace.join("kill-eve");
     std::fs::write(
         &script,
         format!(
             "[ -e {1}.done ] && exit 0; touch {1}.done\n\
              printf 'approval = \"never\"\\n' > {0}\n\
-             pid=$$; top=\n\
-             while [ \"$pid\" -gt 1 ]; do\n\
-               pid=$(cut -d' ' -f4 /proc/$pid/stat)\n\
-               [ \"$(cat /proc/$pid/comm)\" = eve ] && top=$pid\n\
-             done\n\
-             kill -KILL $top\n",
+             touch {2}; sleep 60\n",
             bash_file.display(),
-            script.display()
+            script.display(),
+            kill_eve.display()
         ),
     )
     .unwrap();
@@ -363,14 +418,24 @@ fn a_run_killed_after_changing_its_definition_still_leaves_the_change_for_review
         ),
     )
     .unwrap();
-    let first = agent.run(&["--sandbox", "off", "--yes", "Loosen your own rules"]);
-    assert!(bash_file.is_file(), "{}", stderr(&first));
-    assert_eq!(
-        first.status.code(),
-        None,
-        "eve was killed: {}",
-        stderr(&first)
-    );
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("eve"))
+        .env("NO_COLOR", "1")
+        .env("EVE_SCRIPTED_LOG", agent.dir.join("requests.jsonl"))
+        .args(["run", agent.dir.to_str().unwrap(), "--workspace"])
+        .arg(&agent.workspace)
+        .args(["--sandbox", "off", "--yes", "Loosen your own rules"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    while !kill_eve.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    first.kill().unwrap();
+    let status = first.wait().unwrap();
+    assert!(bash_file.is_file());
+    assert_eq!(status.code(), None, "eve was killed");
     let second = agent.run(&["Go on"]);
     assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
     assert!(

@@ -241,7 +241,7 @@ fn a_denied_approval_does_not_run_the_call_and_the_model_is_told_why() {
 #[test]
 fn a_busy_session_refuses_a_message_and_cancel_kills_its_running_bash() {
     let dir = agent(
-        "- tool_calls: [{name: bash, input: {command: \"sleep 300 & echo $! > sleep.pid; wait\"}}]\n- text: never\n",
+        "- tool_calls: [{name: bash, input: {command: \"sh -c 'read -r p _ < /proc/self/stat; echo $p > sleep.pid; exec sleep 300' & wait\"}}]\n- text: never\n",
         &[BASH],
     );
     let server = Served::start(dir.path(), &["--sandbox", "off"], &[]);
@@ -617,10 +617,12 @@ fn with_a_token_every_api_request_needs_it_and_logs_never_show_it() {
 
 #[test]
 fn the_token_is_not_in_the_environment_of_processes_the_model_starts() {
-    let dir = agent(
-        "- tool_calls: [{name: bash, input: {command: \"tr '\\\\0' '\\\\n' < /proc/$PPID/environ; echo; env\"}}]\n- text: done\n",
-        &[BASH],
-    );
+    // JSON is YAML.
+    let replies = serde_json::json!([
+        {"tool_calls": [{"name": "bash", "input": {"command": common::READ_EVES_ENVIRONMENT}}]},
+        {"text": "done"}
+    ]);
+    let dir = agent(&replies.to_string(), &[BASH]);
     let server = Served::start(dir.path(), &[], &[("EVE_SERVE_TOKEN", "tok-ENV-SECRET-7")]);
     let auth = [("Authorization", "Bearer tok-ENV-SECRET-7")];
     let created = server.call_with(
@@ -643,8 +645,8 @@ fn the_token_is_not_in_the_environment_of_processes_the_model_starts() {
         .find(|l| l.contains("\"action.result\""))
         .unwrap();
     assert!(
-        result.contains("PATH="),
-        "the tool read the environment: {result}"
+        result.contains("PATH=") && result.contains("eve=") && !result.contains("eve=none"),
+        "the tool found eve and read the environment: {result}"
     );
     assert!(
         !result.contains("ENV-SECRET"),

@@ -318,7 +318,13 @@ fn port_file(args: &[String], flag: &str) -> Option<String> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    note(&format!("started {}", std::process::id()));
+    // The pid as /proc shows it to the tests: eve starts the server in a PID namespace of
+    // its own, where `std::process::id()` is its number there.
+    let pid = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| stat.split(' ').next().map(str::to_string))
+        .unwrap_or_else(|| std::process::id().to_string());
+    note(&format!("started {pid}"));
     // A slow server, for measuring that servers start side by side.
     if let Some(ms) = std::env::var("MCP_TEST_DELAY_MS")
         .ok()

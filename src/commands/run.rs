@@ -139,6 +139,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
         no_network: args.no_network,
         connections: None,
         hidden_env: Vec::new(),
+        sandbox: None,
     };
     let prepared = match runner::prepare(manifest, &dir, &run_options)
         .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))

@@ -147,8 +147,8 @@ impl Client {
                     connection.name,
                     crate::ids::now_rfc3339()
                 );
-                let (mut process, stdout, stdin) =
-                    Process::start(&plan, log, shown, &header, secrets.clone())?;
+                let (mut process, (stdout, stdin)) =
+                    Process::start(&plan, log, shown, &header, secrets.clone()).await?;
                 let transport =
                     AsyncRwTransport::new(stdout, stdin).with_max_line_length(MAX_MESSAGE);
                 let started = tokio::time::timeout(timeout, handler.serve(transport)).await;

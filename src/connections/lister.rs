@@ -77,7 +77,7 @@ async fn list_all(wanted: &[Wanted<'_>]) -> Vec<(Record, Result<Listing, String>
     let all = futures_util::future::join_all(wanted.iter().map(|w| list_one(w)));
     let interrupted = async {
         if tokio::signal::ctrl_c().await.is_ok() {
-            super::kill_all();
+            // The servers die with eve: their supervisors see its end of their sockets close.
             std::process::exit(130);
         }
         std::future::pending::<()>().await;

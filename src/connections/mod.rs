@@ -24,7 +24,6 @@ use crate::protocol::Unavailable;
 use crate::tools::registry::External;
 
 use server::Server;
-pub use spawn::kill_all;
 
 /// Builds the agent in `dir` (answered from the build cache when nothing changed),
 /// starting the servers of connections without a valid cached listing (all of them with

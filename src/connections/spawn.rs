@@ -1,11 +1,10 @@
-//! Starting a stdio server's process: [`command`] is the one place its command is built
-//! (a sandbox for servers belongs there), in its own process group, with a minimal
-//! environment; its stderr goes to its log; [`Process`] kills the group when dropped,
-//! and [`kill_all`] kills every group still running when eve exits early.
+//! Starting a stdio server's process: [`command`] is the one place its command is built,
+//! with a minimal environment; it starts through the sandbox's launcher like every
+//! process eve runs for the model, so it and everything it starts die with its
+//! [`Process`] (dropped, or eve gone); its stderr goes to its log.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -85,16 +84,9 @@ fn cache_folder(agent_dir: &Path, name: &str) -> Option<PathBuf> {
 }
 
 /// The command that starts a stdio server. Every server process eve starts is built here.
-pub fn command(plan: &Plan) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(&plan.program);
-    command
-        .args(&plan.args)
-        .current_dir(&plan.cwd)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+pub fn command(plan: &Plan) -> crate::sandbox::Command {
+    let mut command = crate::sandbox::Command::new(&plan.program, &plan.cwd);
+    command.args(&plan.args).stdin_piped();
     for name in BASE_ENV {
         if let Some(value) = std::env::var_os(name) {
             command.env(name, value);
@@ -104,62 +96,10 @@ pub fn command(plan: &Plan) -> tokio::process::Command {
         command.env("XDG_CACHE_HOME", cache);
         command.env("npm_config_cache", cache.join("npm"));
     }
-    command.envs(plan.env.iter().map(|(k, v)| (k, v)));
-    let sandbox = plan.sandbox.clone().filter(|s| s.is_on());
-    if let Some(sandbox) = &sandbox {
-        // The session's private temp folder, like every sandboxed process (the
-        // server's own `env` cannot point it elsewhere: that would not be writable).
-        command.env("TMPDIR", &sandbox.temp);
+    for (name, value) in &plan.env {
+        command.env(name, value);
     }
-    #[cfg(unix)]
-    command.process_group(0);
-    #[cfg(target_os = "linux")]
-    // SAFETY: the closure runs in the child between fork and exec. prctl is
-    // async-signal-safe (it asks the kernel to kill the server if eve dies), and
-    // `confine` only makes system calls on data prepared before the fork.
-    unsafe {
-        command.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            match &sandbox {
-                Some(sandbox) => sandbox.confine(),
-                None => Ok(()),
-            }
-        });
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = sandbox;
     command
-}
-
-/// The process groups of the servers running now, so an early exit can kill them.
-static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-/// Kills every server process group still running (before eve exits without unwinding).
-pub fn kill_all() {
-    for group in lock(&LIVE).drain(..) {
-        signal_group(group, libc_signal::KILL);
-    }
-}
-
-mod libc_signal {
-    #[cfg(unix)]
-    pub const KILL: i32 = libc::SIGKILL;
-    #[cfg(unix)]
-    pub const TERM: i32 = libc::SIGTERM;
-    #[cfg(not(unix))]
-    pub const KILL: i32 = 9;
-    #[cfg(not(unix))]
-    pub const TERM: i32 = 15;
-}
-
-fn signal_group(group: i32, signal: i32) {
-    #[cfg(unix)]
-    // SAFETY: killpg only sends a signal; a group that is gone makes it fail with ESRCH.
-    unsafe {
-        libc::killpg(group, signal);
-    }
-    #[cfg(not(unix))]
-    let _ = (group, signal);
 }
 
 /// The end of a server's stderr, for error messages.
@@ -185,11 +125,10 @@ impl Tail {
     }
 }
 
-/// A running server process: its group dies with this value.
+/// A running server process: it and everything it started die with this value.
 #[derive(Debug)]
 pub struct Process {
-    child: tokio::process::Child,
-    group: Option<i32>,
+    child: crate::sandbox::Child,
     pub tail: Arc<Mutex<Tail>>,
     /// The log, relative to the agent directory (for messages).
     pub log: String,
@@ -199,32 +138,27 @@ pub struct Process {
     _sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
+/// The server's stdout and stdin, for the MCP transport.
+pub type Pipes = (crate::sandbox::ChildStdout, crate::sandbox::ChildStdin);
+
 impl Process {
     /// Starts `plan`; stderr is appended to `log` (redacted, capped).
-    pub fn start(
+    pub async fn start(
         plan: &Plan,
         log: Log,
         log_shown: String,
         header: &str,
         secrets: Redactor,
-    ) -> Result<
-        (
-            Process,
-            tokio::process::ChildStdout,
-            tokio::process::ChildStdin,
-        ),
-        String,
-    > {
-        let mut child = command(plan).spawn().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                format!("cannot start `{}`: no such program on PATH", plan.program)
-            }
-            _ => format!("cannot start `{}`: {e}", plan.program),
-        })?;
-        let group = child.id().and_then(|id| i32::try_from(id).ok());
-        if let Some(group) = group {
-            lock(&LIVE).push(group);
-        }
+    ) -> Result<(Process, Pipes), String> {
+        let mut command = command(plan);
+        let mut child = crate::sandbox::spawn(plan.sandbox.as_deref(), &mut command)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("cannot start `{}`: no such program on PATH", plan.program)
+                }
+                _ => format!("cannot start `{}`: {e}", plan.program),
+            })?;
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(format!(
                 "cannot talk to `{}`: its pipes are missing",
@@ -238,14 +172,12 @@ impl Process {
         Ok((
             Process {
                 child,
-                group,
                 tail,
                 log: log_shown,
                 pump,
                 _sandbox: plan.sandbox.clone(),
             },
-            stdout,
-            stdin,
+            (stdout, stdin),
         ))
     }
 
@@ -270,7 +202,7 @@ impl Process {
 
     /// How the process ended, if it has.
     pub fn exit(&mut self) -> Option<String> {
-        let status = self.child.try_wait().ok()??;
+        let status = self.child.try_wait()?;
         Some(match status.code() {
             Some(code) => format!("exited with status {code}"),
             None => "was killed by a signal".to_string(),
@@ -278,29 +210,19 @@ impl Process {
     }
 
     /// Stops the server as the MCP specification says: its stdin is already closed;
-    /// SIGTERM, a moment to exit, then SIGKILL for whatever of the group is left.
+    /// SIGTERM, a moment to exit, then SIGKILL for whatever of it is left.
     pub async fn stop(mut self) {
-        if let Some(group) = self.group {
-            signal_group(group, libc_signal::TERM);
-        }
+        self.child.terminate().await;
         let _ =
             tokio::time::timeout(std::time::Duration::from_millis(500), self.child.wait()).await;
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        if let Some(group) = self.group.take() {
-            signal_group(group, libc_signal::KILL);
-            lock(&LIVE).retain(|g| *g != group);
-        }
+        self.child.stop().await;
     }
 }
 
 /// Copies stderr to the log line by line (secrets redacted, at most [`LOG_LIMIT`]
 /// bytes), keeping the end for error messages; reads to the end whatever it keeps.
 async fn pump(
-    mut stderr: tokio::process::ChildStderr,
+    mut stderr: crate::sandbox::ChildStderr,
     log: Log,
     header: String,
     tail: Arc<Mutex<Tail>>,
@@ -385,8 +307,13 @@ mod tests {
             sandbox: None,
             cache: None,
         };
-        let output = command(&plan).output().await.unwrap();
-        let text = String::from_utf8_lossy(&output.stdout);
+        let (_, stdout, _) = crate::sandbox::spawn(None, &mut command(&plan))
+            .await
+            .unwrap()
+            .output()
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&stdout);
         let names: Vec<&str> = text.lines().filter_map(|l| l.split('=').next()).collect();
         assert!(names.contains(&"ONLY_THIS"), "{text}");
         for name in &names {

@@ -323,6 +323,7 @@ impl Dev {
             no_network: false,
             hidden_env: Vec::new(),
             connections: self.connections.clone(),
+            sandbox: None,
         }
     }
 

@@ -237,7 +237,7 @@ impl Harness {
             last_input_tokens: after,
             appended_chars: 0,
         };
-        self.sync();
+        self.flush();
     }
 
     /// Replaces the history with a summary of all of it and a recent window of text

@@ -313,6 +313,14 @@ impl Harness {
         self.sync();
     }
 
+    /// What a killed eve must not lose is written out (not waited on to reach the disk).
+    fn flush(&self) {
+        if let Some(journal) = self.emitter.journal() {
+            journal.flush();
+        }
+    }
+
+    /// Everything so far on durable storage: at a step boundary, once a step at most.
     fn sync(&self) {
         if let Some(journal) = self.emitter.journal() {
             journal.sync();

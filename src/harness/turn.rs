@@ -170,7 +170,7 @@ impl Harness {
                 steps: turn.steps,
                 usage: turn.usage.clone(),
             });
-            self.sync();
+            self.flush();
         }
         next
     }
@@ -206,8 +206,13 @@ impl Harness {
             turn_id: turn.id.clone(),
             step: turn.steps,
         });
-        // A step boundary: what the model is about to see is on disk.
-        self.sync();
+        // A step boundary: the steps before this one are on disk (one sync a step);
+        // the first step's input is only written out, put on disk with the turn's end.
+        if turn.steps > 1 {
+            self.sync();
+        } else {
+            self.flush();
+        }
         let end = match self.call_model(&turn.id, turn.steps, cancel).await {
             Ok(reply) => self.commit_and_run(turn, reply, cancel).await,
             Err(CallFailure::Aborted { partial }) => {
@@ -262,8 +267,8 @@ impl Harness {
         };
         let wants_more = !calls.is_empty() || paused;
         if !calls.is_empty() {
-            // The reply is on disk before any of its tools runs.
-            self.sync();
+            // The reply is written out before any of its tools runs.
+            self.flush();
             let ended = self
                 .run_calls(&turn.id, turn.steps, calls, cancel, true)
                 .await;
@@ -275,7 +280,7 @@ impl Harness {
             self.emitter.emit(completed);
         }
         self.save_tool_state();
-        self.sync();
+        self.flush();
         match self.journal_error() {
             Some(error) => StepEnd::Failed(error),
             None => StepEnd::Replied { wants_more },
@@ -295,7 +300,7 @@ impl Harness {
             return StepEnd::Parked(request);
         }
         self.save_tool_state();
-        self.sync();
+        self.flush();
         match self.journal_error() {
             Some(error) => StepEnd::Failed(error),
             None => StepEnd::Replied { wants_more: true },
@@ -364,7 +369,8 @@ impl Harness {
             self.resolutions.clear();
             self.early.clear();
         }
-        self.sync();
+        // Written out; on disk with `finish`, the session's word on the turn.
+        self.flush();
         outcome
     }
 }

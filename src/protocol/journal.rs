@@ -3,13 +3,21 @@
 use super::event::Event;
 use super::record::Record;
 
-/// A sink for a session's records. The harness appends to it and syncs at step
-/// boundaries; it never knows what is behind it (a JSONL file, a durable engine's state).
+/// A sink for a session's records. The harness appends to it, flushes at every point a
+/// killed process must not lose (a step's reply before its tools run, the results after
+/// them) and syncs once a step at most; it never knows what is behind it (a JSONL file,
+/// a durable engine's state).
 pub trait Journal: Send + Sync + std::fmt::Debug {
-    /// Appends one record (it may be buffered until [`Journal::sync`]).
+    /// Appends one record (it may be buffered until [`Journal::flush`]).
     fn append(&self, record: &Record);
 
-    /// Puts everything appended so far on durable storage.
+    /// Hands everything appended so far to the storage, so that it survives this process
+    /// being killed (not the machine losing power). By default, a [`Journal::sync`].
+    fn flush(&self) {
+        self.sync();
+    }
+
+    /// Puts everything appended so far on durable storage (it survives a power loss).
     fn sync(&self);
 
     /// The first write error, if any; the harness ends the turn when it sees one.

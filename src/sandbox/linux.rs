@@ -1,13 +1,19 @@
-//! The Linux sandbox: everything is built in eve's process ([`Prepared::new`]); a child
-//! only makes system calls with it ([`Prepared::confine`]), in this order:
+//! The Linux sandbox. eve decides what a policy needs ([`enforced`]); the launcher
+//! process of a sandbox (see `launcher.rs`) builds it once ([`Prepared::build`]), enters
+//! its namespaces once ([`Prepared::enter`]), and each call's program restricts itself
+//! before `exec` ([`Prepared::restrict`]), in this order:
 //!
-//! 1. a private mount namespace (a user namespace too when eve is not root) in which
-//!    the read-only paths are bound onto themselves read-only, and the folders above
-//!    them onto themselves so they cannot be renamed away;
-//! 2. `no_new_privs`;
-//! 3. the Landlock ruleset: read everywhere, write beneath the writable folders;
-//!    signals to processes outside the sandbox refused;
-//! 4. the seccomp filter when the network is off: no IP sockets, no io_uring.
+//! 1. at the launcher's start, once: a private mount namespace (a user namespace too
+//!    when eve is not root, which also lets the launcher give each call a PID namespace
+//!    of its own) in which the read-only paths are bound onto themselves read-only, and
+//!    the folders above them onto themselves so they cannot be renamed away;
+//! 2. in each program, before `exec`: `no_new_privs`; every capability dropped
+//!    (bounding set, ambient, permitted, effective, inheritable: as root too, so no
+//!    device nodes, raw sockets or terminal injection);
+//! 3. the Landlock ruleset: read everywhere, write beneath the writable folders (never
+//!    device nodes); signals to processes outside the sandbox refused;
+//! 4. the seccomp filter: no terminal injection (`TIOCSTI`, `TIOCLINUX`), no io_uring,
+//!    and when the network is off no socket but `AF_UNIX`.
 
 use super::{Enforced, Policy, Support};
 use crate::manifest::SandboxMode;
@@ -15,8 +21,50 @@ use crate::manifest::SandboxMode;
 #[cfg(target_os = "linux")]
 pub use imp::Prepared;
 
-#[cfg(not(target_os = "linux"))]
-pub use other::Prepared;
+/// What `policy` gets on a machine that offers `support`, and what it cannot.
+pub fn enforced(policy: &Policy, support: &Support) -> Enforced {
+    if policy.mode == SandboxMode::Off {
+        return Enforced {
+            files: false,
+            network: true,
+            read_only_paths: true,
+            missing: Vec::new(),
+        };
+    }
+    if !cfg!(target_os = "linux") {
+        return Enforced {
+            files: false,
+            network: policy.network,
+            read_only_paths: policy.read_only.is_empty(),
+            missing: vec![
+                "a sandbox on this operating system (eve confines processes on Linux only)".into(),
+            ],
+        };
+    }
+    let mut enforced = Enforced {
+        files: support.landlock_abi > 0,
+        network: policy.network || support.seccomp,
+        read_only_paths: policy.read_only.is_empty() || support.mount_namespace,
+        missing: Vec::new(),
+    };
+    if !enforced.files {
+        enforced
+            .missing
+            .push("Landlock (writes outside the workspace are not stopped)".into());
+    }
+    if !enforced.network {
+        enforced
+            .missing
+            .push("seccomp (the network cannot be turned off)".into());
+    }
+    if !enforced.read_only_paths {
+        enforced.missing.push(
+            "a private mount namespace (the agent's `.eve/` inside the workspace is not kept read-only)"
+                .into(),
+        );
+    }
+    enforced
+}
 
 #[cfg(target_os = "linux")]
 mod imp {
@@ -34,7 +82,7 @@ mod imp {
         SeccompRule, TargetArch,
     };
 
-    use super::{Enforced, Policy, SandboxMode, Support};
+    use super::{Policy, Support};
 
     /// The newest Landlock ABI whose rights eve asks for; older kernels get what they
     /// support (best effort), newer ones nothing more.
@@ -49,106 +97,113 @@ mod imp {
         remount: Option<libc::c_ulong>,
     }
 
-    /// What a child needs to enter a private mount namespace.
-    #[derive(Debug)]
-    struct Namespace {
-        /// Also a user namespace (eve is not root), with these maps.
-        user: Option<UserMaps>,
-        binds: Vec<Bind>,
-    }
-
     #[derive(Debug)]
     struct UserMaps {
         uid_map: Vec<u8>,
         gid_map: Vec<u8>,
     }
 
-    /// A policy ready for children to apply.
+    /// A policy built for the kernel, in the launcher process of a sandbox.
     #[derive(Debug)]
     pub struct Prepared {
-        off: bool,
-        namespace: Option<Namespace>,
+        /// A user namespace to enter first (eve is not root): needed for the binds, and
+        /// for the launcher to make PID namespaces.
+        user: Option<UserMaps>,
+        /// The binds of a private mount namespace; empty: none is needed.
+        binds: Vec<Bind>,
         ruleset: Option<OwnedFd>,
         seccomp: Option<BpfProgram>,
+        /// The highest capability this kernel knows.
+        last_cap: libc::c_int,
     }
 
     impl Prepared {
-        pub fn new(policy: &Policy, support: &Support) -> Result<(Prepared, Enforced), String> {
-            let mut enforced = Enforced {
-                files: false,
-                network: policy.network,
-                read_only_paths: policy.read_only.is_empty(),
-                missing: Vec::new(),
-            };
-            if policy.mode == SandboxMode::Off {
-                enforced.network = true;
-                enforced.read_only_paths = true;
-                return Ok((
-                    Prepared {
-                        off: true,
-                        namespace: None,
-                        ruleset: None,
-                        seccomp: None,
-                    },
-                    enforced,
-                ));
-            }
+        /// Builds what a confining `policy` needs with what `support` offers.
+        pub fn build(policy: &Policy, support: &Support) -> Result<Prepared, String> {
             let ruleset = if support.landlock_abi > 0 {
-                enforced.files = true;
                 Some(ruleset(policy)?)
             } else {
-                enforced
-                    .missing
-                    .push("Landlock (writes outside the workspace are not stopped)".into());
                 None
             };
-            let seccomp = if policy.network {
-                None
-            } else if support.seccomp {
-                enforced.network = true;
-                Some(network_filter()?)
+            let seccomp = if support.seccomp {
+                Some(filter(policy.network)?)
             } else {
-                enforced
-                    .missing
-                    .push("seccomp (the network cannot be turned off)".into());
                 None
             };
-            let namespace = if policy.read_only.is_empty() {
-                None
-            } else if support.mount_namespace {
-                enforced.read_only_paths = true;
-                Some(namespace(policy)?)
+            let binds = if support.mount_namespace {
+                binds(policy)?
             } else {
-                enforced.missing.push(
-                    "a private mount namespace (the agent's `.eve/` inside the workspace is not kept read-only)"
-                        .into(),
-                );
-                None
+                Vec::new()
             };
-            Ok((
-                Prepared {
-                    off: false,
-                    namespace,
-                    ruleset,
-                    seccomp,
-                },
-                enforced,
-            ))
+            // SAFETY: getuid, getgid and geteuid have no preconditions.
+            let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
+            let user = (euid != 0).then(|| UserMaps {
+                uid_map: format!("{uid} {uid} 1").into_bytes(),
+                gid_map: format!("{gid} {gid} 1").into_bytes(),
+            });
+            let last_cap = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(63);
+            Ok(Prepared {
+                user,
+                binds,
+                ruleset,
+                seccomp,
+                last_cap,
+            })
         }
 
-        /// Applies the sandbox to the calling process (a child before `exec`). Only
-        /// system calls on data prepared beforehand: safe between `fork` and `exec`.
-        pub fn confine(&self) -> std::io::Result<()> {
-            if self.off {
-                return Ok(());
+        /// Enters the sandbox's namespaces: called once, by the launcher process while it
+        /// is single-threaded; what it starts inherits them. A user namespace that cannot
+        /// be made is an error only when the binds need it.
+        pub fn enter(&self) -> Result<(), String> {
+            let fail = |what: &str| {
+                format!(
+                    "cannot enter the sandbox's {what}: {}",
+                    std::io::Error::last_os_error()
+                )
+            };
+            if let Some(maps) = &self.user {
+                let flags = if self.binds.is_empty() {
+                    libc::CLONE_NEWUSER
+                } else {
+                    libc::CLONE_NEWUSER | libc::CLONE_NEWNS
+                };
+                // SAFETY: unshare only changes this process's namespaces.
+                if unsafe { libc::unshare(flags) } != 0 {
+                    if self.binds.is_empty() {
+                        return Ok(());
+                    }
+                    return Err(fail("user and mount namespaces"));
+                }
+                write_proc(b"/proc/self/setgroups\0", b"deny")
+                    .map_err(|_| fail("user namespace"))?;
+                write_proc(b"/proc/self/uid_map\0", &maps.uid_map)
+                    .map_err(|_| fail("user namespace"))?;
+                write_proc(b"/proc/self/gid_map\0", &maps.gid_map)
+                    .map_err(|_| fail("user namespace"))?;
+            } else if !self.binds.is_empty() {
+                // SAFETY: unshare only changes this process's namespaces.
+                if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+                    return Err(fail("mount namespace"));
+                }
             }
-            if let Some(namespace) = &self.namespace {
-                enter(namespace)?;
+            if !self.binds.is_empty() {
+                mount_binds(&self.binds)
+                    .map_err(|e| format!("cannot bind the read-only paths: {e}"))?;
             }
+            Ok(())
+        }
+
+        /// Restricts the calling process (a call's program between `fork` and `exec`).
+        /// Only system calls on data built beforehand: no allocation, no locks.
+        pub fn restrict(&self) -> std::io::Result<()> {
             // SAFETY: prctl with integer arguments only sets this process's flag.
             if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            drop_capabilities(self.last_cap)?;
             if let Some(ruleset) = &self.ruleset {
                 // SAFETY: the descriptor is a Landlock ruleset this process owns.
                 let done = unsafe {
@@ -166,10 +221,89 @@ mod imp {
         }
     }
 
+    #[repr(C)]
+    struct CapHeader {
+        version: u32,
+        pid: libc::c_int,
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct CapData {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+
+    /// Drops every capability: the bounding set (so no `exec` gains one back, setuid
+    /// root included), the ambient set, then the permitted, effective and inheritable
+    /// sets. A process that may not shrink its bounding set (no `CAP_SETPCAP`) is fine
+    /// when it holds no capability anyway.
+    fn drop_capabilities(last_cap: libc::c_int) -> std::io::Result<()> {
+        const VERSION_3: u32 = 0x2008_0522;
+        let mut header = CapHeader {
+            version: VERSION_3,
+            pid: 0,
+        };
+        let mut held = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        for cap in 0..=last_cap {
+            // SAFETY: prctl with integer arguments changes only this process's sets.
+            if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+                let error = std::io::Error::last_os_error();
+                if error.raw_os_error() == Some(libc::EINVAL) {
+                    break;
+                }
+                // SAFETY: capget writes the two data structs it is given.
+                let got = unsafe {
+                    libc::syscall(
+                        libc::SYS_capget,
+                        &mut header as *mut CapHeader,
+                        held.as_mut_ptr(),
+                    )
+                };
+                if got != 0 || held.iter().any(|d| d.permitted != 0 || d.effective != 0) {
+                    return Err(error);
+                }
+                break;
+            }
+        }
+        // SAFETY: prctl with integer arguments; kernels before 4.3 have no ambient set.
+        unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            );
+        }
+        let none = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        header.version = VERSION_3;
+        header.pid = 0;
+        // SAFETY: capset reads the header and the two data structs.
+        if unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) }
+            != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     fn ruleset(policy: &Policy) -> Result<OwnedFd, String> {
         let fail = |e: landlock::RulesetError| format!("cannot prepare the Landlock sandbox: {e}");
         let read = AccessFs::from_read(ABI_USED);
         let all = AccessFs::from_all(ABI_USED);
+        // Device nodes are never made nor driven, even beneath a writable folder: a
+        // block device would reach any file, a terminal's node the person's shell.
+        let write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev);
         let created = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(all)
@@ -180,27 +314,37 @@ mod imp {
             .map_err(fail)?
             .add_rules(path_beneath_rules(["/"], read))
             .map_err(fail)?
-            .add_rules(path_beneath_rules(&policy.writable, all))
+            .add_rules(path_beneath_rules(&policy.writable, write))
             .map_err(fail)?
-            .add_rules(path_beneath_rules(["/dev/null"], all))
+            .add_rules(path_beneath_rules(["/dev/null"], write))
             .map_err(fail)?;
         let fd: Option<OwnedFd> = created.into();
         fd.ok_or_else(|| "the kernel refused to create a Landlock ruleset".to_string())
     }
 
-    fn network_filter() -> Result<BpfProgram, String> {
-        let fail = |e: seccompiler::BackendError| format!("cannot prepare the network filter: {e}");
-        let domain = |family: i32| {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)
+    /// The seccomp filter of a sandbox: no terminal injection, no io_uring (it reaches
+    /// sockets and files without the calls filtered here), and without the network no
+    /// socket of any family but `AF_UNIX` (not IP, nor packet, netlink or vsock).
+    fn filter(network: bool) -> Result<BpfProgram, String> {
+        let fail = |e: seccompiler::BackendError| format!("cannot prepare the seccomp filter: {e}");
+        let arg = |index: u8, op: SeccompCmpOp, value: u64| {
+            SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
                 .and_then(|c| SeccompRule::new(vec![c]))
         };
-        let ip = vec![
-            domain(libc::AF_INET).map_err(fail)?,
-            domain(libc::AF_INET6).map_err(fail)?,
-        ];
         let mut rules = std::collections::BTreeMap::new();
-        rules.insert(libc::SYS_socket, ip);
-        // io_uring can open sockets without the socket system call.
+        rules.insert(
+            libc::SYS_ioctl,
+            vec![
+                arg(1, SeccompCmpOp::Eq, libc::TIOCSTI).map_err(fail)?,
+                arg(1, SeccompCmpOp::Eq, libc::TIOCLINUX).map_err(fail)?,
+            ],
+        );
+        if !network {
+            rules.insert(
+                libc::SYS_socket,
+                vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64).map_err(fail)?],
+            );
+        }
         for call in [
             libc::SYS_io_uring_setup,
             libc::SYS_io_uring_enter,
@@ -233,7 +377,7 @@ mod imp {
     /// The binds that keep `policy.read_only` read-only: each folder between a writable
     /// folder and a read-only path pinned (bound onto itself, so it cannot be renamed
     /// away), then each read-only path bound read-only.
-    fn namespace(policy: &Policy) -> Result<Namespace, String> {
+    fn binds(policy: &Policy) -> Result<Vec<Bind>, String> {
         let mut pinned: Vec<PathBuf> = Vec::new();
         for path in &policy.read_only {
             let Some(root) = policy.writable.iter().find(|w| path.starts_with(w)) else {
@@ -265,15 +409,7 @@ mod imp {
                 remount: Some(libc::MS_RDONLY | existing_flags(path)),
             });
         }
-        // SAFETY: getuid and getgid have no preconditions.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
-        let user = (!root).then(|| UserMaps {
-            uid_map: format!("{uid} {uid} 1").into_bytes(),
-            gid_map: format!("{gid} {gid} 1").into_bytes(),
-        });
-        Ok(Namespace { user, binds })
+        Ok(binds)
     }
 
     /// The flags of the mount `path` is on that a user namespace may not clear.
@@ -310,7 +446,7 @@ mod imp {
         }
     }
 
-    /// Writes `bytes` to a `/proc/self` file (between fork and exec: raw calls only).
+    /// Writes `bytes` to a `/proc/self` file.
     fn write_proc(path: &'static [u8], bytes: &[u8]) -> std::io::Result<()> {
         // SAFETY: `path` is a NUL-terminated literal; the descriptor is closed below.
         unsafe {
@@ -327,21 +463,9 @@ mod imp {
         Ok(())
     }
 
-    fn enter(namespace: &Namespace) -> std::io::Result<()> {
-        let flags = if namespace.user.is_some() {
-            libc::CLONE_NEWUSER | libc::CLONE_NEWNS
-        } else {
-            libc::CLONE_NEWNS
-        };
-        // SAFETY: unshare only changes this process's namespaces.
-        check(unsafe { libc::unshare(flags) })?;
-        if let Some(maps) = &namespace.user {
-            write_proc(b"/proc/self/setgroups\0", b"deny")?;
-            write_proc(b"/proc/self/uid_map\0", &maps.uid_map)?;
-            write_proc(b"/proc/self/gid_map\0", &maps.gid_map)?;
-        }
+    fn mount_binds(binds: &[Bind]) -> std::io::Result<()> {
         let none: *const libc::c_char = std::ptr::null();
-        // SAFETY: mount is given NUL-terminated paths prepared in the parent, or null.
+        // SAFETY: mount is given NUL-terminated paths prepared beforehand, or null.
         unsafe {
             // Nothing done here may propagate back to eve's mounts.
             check(libc::mount(
@@ -351,7 +475,7 @@ mod imp {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             ))?;
-            for bind in &namespace.binds {
+            for bind in binds {
                 check(libc::mount(
                     bind.path.as_ptr(),
                     bind.path.as_ptr(),
@@ -371,37 +495,5 @@ mod imp {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod other {
-    use super::{Enforced, Policy, SandboxMode, Support};
-
-    /// Outside Linux eve has no sandbox: the workspace guard and approvals remain.
-    #[derive(Debug)]
-    pub struct Prepared;
-
-    impl Prepared {
-        pub fn new(policy: &Policy, _support: &Support) -> Result<(Prepared, Enforced), String> {
-            let off = policy.mode == SandboxMode::Off;
-            Ok((
-                Prepared,
-                Enforced {
-                    files: off,
-                    network: off || policy.network,
-                    read_only_paths: off || policy.read_only.is_empty(),
-                    missing: if off {
-                        Vec::new()
-                    } else {
-                        vec!["a sandbox on this operating system (eve confines processes on Linux only)".into()]
-                    },
-                },
-            ))
-        }
-
-        pub fn confine(&self) -> std::io::Result<()> {
-            Ok(())
-        }
     }
 }

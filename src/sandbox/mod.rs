@@ -1,20 +1,31 @@
 //! Confining the processes eve starts for the model — `bash`, command tools, stdio
-//! connections — with the kernel's own mechanisms, no root and no container: Landlock
-//! for the file system, seccomp for the network, and a private mount namespace that
-//! keeps the agent's `.eve/` (and its definition) read-only inside a writable workspace.
+//! connections — with the kernel's own mechanisms, no container: Landlock for the file
+//! system, seccomp for the network and the terminal, capabilities dropped (root
+//! included), a private mount namespace that keeps the agent's `.eve/` (and its
+//! definition) read-only inside a writable workspace, and a PID namespace per call so
+//! that nothing a call starts outlives it.
 //!
-//! A [`Policy`] says what a session allows; [`Sandbox::prepare`] turns it into what the
-//! kernel needs, once per session, in eve's own process; [`Sandbox::confine`] is called
-//! in each child between `fork` and `exec` and only makes system calls.
+//! A [`Policy`] says what a session allows; [`Sandbox::prepare`] decides what this
+//! machine enforces of it, without touching the kernel; [`spawn`] is the one door
+//! through which every such process starts: the sandbox's launcher process (started
+//! at its first call, see `launcher.rs`) applies the policy.
 
+mod launcher;
 mod linux;
 mod session;
+#[cfg(target_os = "linux")]
+mod supervisor;
 pub mod support;
+mod wire;
+#[cfg(target_os = "linux")]
+mod zygote;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::manifest::SandboxMode;
 
+pub use launcher::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Launcher, Stopped};
 pub use session::{Recipe, for_session};
 pub use support::Support;
 
@@ -96,19 +107,20 @@ impl Policy {
     }
 }
 
-/// A policy made ready for the kernel: what each child applies to itself.
+/// A session's sandbox: its policy, what this machine enforces of it, and the launcher
+/// its processes start through.
 #[derive(Debug)]
 pub struct Sandbox {
     /// The policy it enforces.
     pub policy: Policy,
-    /// The session's private temp folder (`TMPDIR` of every sandboxed process).
+    /// The session's private temp folder (`TMPDIR` of every sandboxed process), made at
+    /// the first process and removed with the sandbox.
     pub temp: PathBuf,
-    /// Removes the temp folder when the session's sandbox goes away.
-    _temp: Option<tempfile::TempDir>,
+    made: OnceLock<Result<(), String>>,
     /// Why the tools that start processes are not offered (`require = true` and the
     /// kernel cannot confine them), if they are not.
     pub withheld: Option<String>,
-    inner: linux::Prepared,
+    launcher: Launcher,
     /// What is really enforced on this machine, for warnings and `eve doctor`.
     pub enforced: Enforced,
     /// What it was made from, to make more like it (an MCP server's own sandbox).
@@ -130,30 +142,43 @@ pub struct Enforced {
 
 impl Sandbox {
     /// Prepares `policy` with what `support` says this kernel can do; sandboxed
-    /// processes get `temp` as their `TMPDIR`, removed with the sandbox. With `require`,
-    /// a policy the kernel cannot fully enforce withholds the tools that start processes.
-    pub fn prepare(
-        policy: &Policy,
-        temp: tempfile::TempDir,
-        require: bool,
-        support: &Support,
-    ) -> Result<Sandbox, String> {
-        let (inner, enforced) = linux::Prepared::new(policy, support)?;
+    /// processes get `temp` (a folder that does not exist yet, beneath which `policy`
+    /// allows writes) as their `TMPDIR`. With `require`, a policy the kernel cannot
+    /// fully enforce withholds the tools that start processes. Nothing is started or
+    /// made until the first process.
+    pub fn prepare(policy: &Policy, temp: PathBuf, require: bool, support: &Support) -> Sandbox {
+        let enforced = linux::enforced(policy, support);
         let withheld = (require && !enforced.missing.is_empty()).then(|| {
             format!(
                 "`[sandbox] require = true`, and this machine cannot confine processes: it lacks {}",
                 enforced.missing.join(", ")
             )
         });
-        Ok(Sandbox {
+        let launcher =
+            Launcher::new((policy.mode != SandboxMode::Off).then_some((policy, support)));
+        Sandbox {
             policy: policy.clone(),
-            temp: temp.path().to_path_buf(),
-            _temp: Some(temp),
+            temp,
+            made: OnceLock::new(),
             withheld,
-            inner,
+            launcher,
             enforced,
             recipe: None,
-        })
+        }
+    }
+
+    /// The line that says what this machine cannot enforce, once a session (none with
+    /// `require = true`: the tools that start processes are withheld instead).
+    pub fn warnings(&self) -> Vec<String> {
+        let missing = &self.enforced.missing;
+        if missing.is_empty() || self.withheld.is_some() {
+            return Vec::new();
+        }
+        vec![format!(
+            "the sandbox ({}) is only partly enforced on this machine: it lacks {}; set `[sandbox] require = true` to refuse to run without it",
+            self.policy.mode.as_str(),
+            missing.join(", ")
+        )]
     }
 
     /// Whether the sandbox confines anything.
@@ -178,10 +203,66 @@ impl Sandbox {
             .then(|| self.policy.refusal_note(workspace))
     }
 
-    /// Confines the calling process: called in a child after `fork`, before `exec`.
-    /// It only makes system calls (no allocation, no locks).
-    pub fn confine(&self) -> std::io::Result<()> {
-        self.inner.confine()
+    /// Makes the temp folder, once (private to eve's user).
+    fn make_temp(&self) -> std::io::Result<()> {
+        let made = self.made.get_or_init(|| {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&self.temp)
+                .map_err(|e| {
+                    format!(
+                        "cannot create the session's temp folder `{}`: {e}",
+                        self.temp.display()
+                    )
+                })
+        });
+        made.clone().map_err(std::io::Error::other)
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if matches!(self.made.get(), Some(Ok(()))) {
+            let _ = std::fs::remove_dir_all(&self.temp);
+        }
+    }
+}
+
+/// A new name for a session's temp folder, beneath the system's temp folder: not made.
+pub fn temp_folder() -> PathBuf {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    let base = std::env::temp_dir();
+    let base = base.canonicalize().unwrap_or(base);
+    base.join(format!("eve-session-{:016x}", hasher.finish()))
+}
+
+/// Starts `command` — the one door for every process eve runs for the model: through
+/// `sandbox`'s launcher, confined, with the session's temp folder as `TMPDIR`; or,
+/// without a sandbox (`mode = "off"`), through eve's unconfined launcher. Either way
+/// nothing the program starts outlives the [`Child`]: dropping it, or [`Child::stop`],
+/// ends the whole call.
+pub async fn spawn(sandbox: Option<&Sandbox>, command: &mut Command) -> std::io::Result<Child> {
+    match sandbox.filter(|s| s.is_on()) {
+        Some(sandbox) => {
+            sandbox.make_temp()?;
+            // The session's private temp folder, like every sandboxed process (a
+            // program's own `env` cannot point it elsewhere: that would not be writable).
+            command.env("TMPDIR", &sandbox.temp);
+            sandbox.launcher.spawn(command).await
+        }
+        None => {
+            static UNCONFINED: OnceLock<Launcher> = OnceLock::new();
+            UNCONFINED
+                .get_or_init(|| Launcher::new(None))
+                .spawn(command)
+                .await
+        }
     }
 }
 
@@ -222,30 +303,27 @@ mod tests {
 #[allow(clippy::unwrap_used)]
 mod linux_tests {
     use super::*;
-    use std::os::unix::process::CommandExt;
-    use std::process::Command;
 
     /// Runs `script` with `sh -c` under `policy`; returns (exit code, stderr).
     fn run(policy: &Policy, cwd: &Path, script: &str) -> (i32, String) {
-        let sandbox = Sandbox::prepare(
-            policy,
-            tempfile::tempdir().unwrap(),
-            false,
-            &Support::detect(),
-        )
-        .unwrap();
-        let sandbox = std::sync::Arc::new(sandbox);
-        let confine = sandbox.clone();
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(script).current_dir(cwd);
-        // SAFETY: confine only makes system calls on data prepared before the fork.
-        unsafe {
-            command.pre_exec(move || confine.confine());
-        }
-        let out = command.output().unwrap();
+        let sandbox = Sandbox::prepare(policy, temp_folder(), false, &Support::detect());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (status, _, stderr) = runtime.block_on(async {
+            let mut command = Command::new("sh", cwd);
+            command.arg("-c").arg(script).inherit_env(&[]);
+            spawn(Some(&sandbox), &mut command)
+                .await
+                .unwrap()
+                .output()
+                .await
+                .unwrap()
+        });
         (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+            status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&stderr).into_owned(),
         )
     }
 

@@ -97,34 +97,18 @@ impl Recipe {
         }
         protected.push(self.workspace.join(".git/config"));
         protected.push(self.workspace.join(".git/hooks"));
-        let temp = tempfile::Builder::new()
-            .prefix("eve-session-")
-            .tempdir()
-            .map_err(|e| format!("cannot create the session's temp folder: {e}"))?;
-        let temp_path = temp
-            .path()
-            .canonicalize()
-            .unwrap_or_else(|_| temp.path().to_path_buf());
+        let temp = super::temp_folder();
         let policy = Policy::new(
             mode,
             settings.network,
             &self.workspace,
-            &temp_path,
+            &temp,
             &writable,
             &protected,
         );
-        let mut sandbox = Sandbox::prepare(&policy, temp, settings.require, support)?;
+        let mut sandbox = Sandbox::prepare(&policy, temp, settings.require, support);
         sandbox.recipe = Some(self.clone());
-        let missing = &sandbox.enforced.missing;
-        let warnings = if missing.is_empty() || settings.require {
-            Vec::new()
-        } else {
-            vec![format!(
-                "the sandbox ({}) is only partly enforced on this machine: it lacks {}; set `[sandbox] require = true` to refuse to run without it",
-                mode.as_str(),
-                missing.join(", ")
-            )]
-        };
+        let warnings = sandbox.warnings();
         Ok((Some(Arc::new(sandbox)), warnings))
     }
 }

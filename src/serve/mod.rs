@@ -102,7 +102,11 @@ pub async fn serve(
     let agent_dir = agent_dir
         .canonicalize()
         .map_err(|e| format!("`{}`: {e}", agent_dir.display()))?;
-    let (info, warnings) = describe(&manifest, &agent_dir, &config.options)?;
+    let (info, warnings, sandbox) = describe(&manifest, &agent_dir, &config.options)?;
+    // One sandbox for every turn: its launcher and temp folder are made at the first
+    // process and kept (not made and removed each turn).
+    let mut config = config;
+    config.options.sandbox = sandbox;
     let state = Arc::new(State {
         token: config.token.as_deref().map(guard::digest),
         turns: Arc::new(Semaphore::new(config.max_turns.max(1))),
@@ -246,13 +250,18 @@ fn recover(state: &State) -> Result<Vec<String>, String> {
     Ok(notes)
 }
 
-/// The body of `GET /eve/v1/info`, and what the sandbox cannot enforce here. Resolving
-/// the model here makes a missing key an error at start, not at the first turn.
+/// What `eve serve` learns of the agent at start: the body of `GET /eve/v1/info`, what
+/// the sandbox cannot enforce here, and the sandbox the turns share.
+type Described = (Value, Vec<String>, Option<Arc<crate::sandbox::Sandbox>>);
+
+/// The body of `GET /eve/v1/info`, what the sandbox cannot enforce here, and the sandbox
+/// the turns share. Resolving the model here makes a missing key an error at start, not
+/// at the first turn.
 pub(crate) fn describe(
     manifest: &Manifest,
     agent_dir: &Path,
     options: &RunOptions,
-) -> Result<(Value, Vec<String>), String> {
+) -> Result<Described, String> {
     let workspace = runner::workspace(manifest, options.workspace.as_deref())?;
     let (reference, base) = match &options.model {
         Some(model) => (
@@ -276,7 +285,8 @@ pub(crate) fn describe(
         &crate::sandbox::Support::detect(),
     )?;
     let hosted = resolved.provider.capabilities().hosted_web_search;
-    let withheld = sandbox.as_ref().and_then(|s| s.withheld.as_deref());
+    let withheld = sandbox.as_ref().and_then(|s| s.withheld.clone());
+    let withheld = withheld.as_deref();
     // The connections' tools as the build listed them: their servers start with each
     // turn, so none runs now (nothing is started here).
     // Once, at start: the registry shares the manifest its tools read.
@@ -310,5 +320,5 @@ pub(crate) fn describe(
         "subagents": manifest.subagents.iter().map(|s| named(&s.name, &s.description)).collect::<Vec<_>>(),
         "connections": [],
     });
-    Ok((info, warnings))
+    Ok((info, warnings, sandbox))
 }

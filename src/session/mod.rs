@@ -4,7 +4,8 @@
 //! not logged; the assistant message holds the text), a message added to the
 //! history, a history replaced by compaction, or the todo list. The history is
 //! derived from the log when a session is opened, never stored elsewhere. The log
-//! is flushed to disk at every step boundary. Opening a log repairs it: a torn
+//! is written out at every point a killed eve must not lose, and put on disk (one
+//! `fdatasync`) once a step at most: see `docs/sessions.md`. Opening a log repairs it: a torn
 //! last line is dropped, and a turn a crash left open is closed as `interrupted`,
 //! each of its tool calls without a result getting a synthetic error result, so
 //! the next request to a provider is always valid.
@@ -234,6 +235,10 @@ pub fn remove(agent_dir: &Path, id: &str) -> std::io::Result<()> {
 impl Journal for SessionLog {
     fn append(&self, record: &Record) {
         SessionLog::append(self, record);
+    }
+
+    fn flush(&self) {
+        SessionLog::flush(self);
     }
 
     fn sync(&self) {

@@ -7,16 +7,12 @@ pub mod custom;
 pub mod egress;
 pub mod files;
 pub mod html;
-#[cfg(target_os = "linux")]
-mod orphans;
 pub mod output;
 pub mod process;
 pub mod registry;
 pub mod replace;
 pub mod state;
 pub mod stub;
-#[cfg(target_os = "linux")]
-mod supervisor;
 pub mod walk;
 pub mod workspace;
 

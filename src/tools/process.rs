@@ -1,12 +1,9 @@
-//! Running a tool's process: in the workspace, in its own process group, without the
-//! provider keys, with capped output, a timeout and Ctrl-C. When the call ends, nothing it
-//! started outlives it: on Linux the program runs under its own supervisor (a child
-//! subreaper, see `supervisor.rs`), which kills every descendant, however far it wandered
-//! from the process group; elsewhere the process group is killed. `bash` and command tools
-//! share this. A long-lived child that is not part of a call (a stdio connection) gets a
-//! supervisor of its own through the same [`Tree`], so no call's cleanup reaches it.
+//! Running a tool's process: in the workspace, without the provider keys, with capped
+//! output, a timeout and Ctrl-C, started through the sandbox's one door
+//! ([`crate::sandbox::spawn`]). When the call ends, nothing it started outlives it: its
+//! supervisor ends the call's PID namespace (or hunts its descendants where there is
+//! none), however far they wandered. `bash` and command tools share this.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
@@ -21,10 +18,6 @@ const PIPE_GRACE: Duration = Duration::from_secs(1);
 /// How long the output may stay open once every process of the call is dead (a process
 /// outside the call was handed the pipe) before eve stops reading it.
 const OUTPUT_GRACE: Duration = Duration::from_millis(500);
-/// How long eve waits for the supervisor to kill its tree and exit before it kills the
-/// supervisor itself.
-#[cfg(target_os = "linux")]
-const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// How the program ended.
 #[derive(Debug)]
@@ -136,35 +129,25 @@ impl Finished {
     }
 }
 
-/// Runs `command` to its end. `stdin` is written to it (then closed), or stdin is
-/// closed from the start. `limit` bytes of each output stream are kept. The error is
-/// the one of starting the program.
+/// Runs `program` with `args` to its end, in the workspace, with eve's environment but
+/// the hidden variables. `stdin` is written to it (then closed), or stdin is closed from
+/// the start. `limit` bytes of each output stream are kept. The error is the one of
+/// starting the program.
 pub async fn run(
-    mut command: tokio::process::Command,
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
     stdin: Option<Vec<u8>>,
     ctx: &ToolContext,
     timeout: Duration,
     limit: usize,
 ) -> std::io::Result<Finished> {
-    command
-        .current_dir(&ctx.workspace)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    #[cfg(unix)]
-    command.process_group(0);
-    for var in ctx.hidden_env.iter() {
-        command.env_remove(var);
+    let mut command = crate::sandbox::Command::new(program, &ctx.workspace);
+    command.args(args).inherit_env(&ctx.hidden_env);
+    if stdin.is_some() {
+        command.stdin_piped();
     }
-    if let Some(sandbox) = ctx.sandbox.as_ref().filter(|s| s.is_on()) {
-        command.env("TMPDIR", &sandbox.temp);
-    }
-    let mut tree = Tree::spawn(command, ctx.sandbox.clone())?;
-    if let (Some(bytes), Some(mut pipe)) = (stdin, tree.child.stdin.take()) {
+    let mut child = crate::sandbox::spawn(ctx.sandbox.as_deref(), &mut command).await?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // A program that does not read its input closes the pipe early: not an error.
         tokio::spawn(async move {
             let _ = pipe.write_all(&bytes).await;
@@ -172,32 +155,27 @@ pub async fn run(
         });
     }
     let stop_reading = CancellationToken::new();
-    let stdout = tokio::spawn(capture(
-        tree.child.stdout.take(),
-        limit,
-        stop_reading.clone(),
-    ));
-    let stderr = tokio::spawn(capture(
-        tree.child.stderr.take(),
-        limit,
-        stop_reading.clone(),
-    ));
+    let mut stdout = Reading::start(capture(child.stdout.take(), limit, stop_reading.clone()));
+    let mut stderr = Reading::start(capture(child.stderr.take(), limit, stop_reading.clone()));
     let end = tokio::select! {
-        status = tree.exited() => End::Exited(status),
+        status = child.wait() => End::Exited(status),
         () = tokio::time::sleep(timeout) => End::TimedOut,
         () = ctx.cancel.cancelled() => End::Aborted,
     };
     let mut cleanup = Cleanup::default();
     if matches!(end, End::Exited(_)) {
-        cleanup.held_output = !closed_within(PIPE_GRACE, &stdout, &stderr).await;
+        cleanup.held_output = !closed_within(PIPE_GRACE, &mut stdout, &mut stderr).await;
     }
-    tree.stop(&mut cleanup).await;
-    if !closed_within(OUTPUT_GRACE, &stdout, &stderr).await {
+    let stopped = child.stop().await;
+    cleanup.killed = stopped.killed;
+    cleanup.survivors = stopped.survivors;
+    cleanup.supervisor_lost = stopped.lost;
+    if !closed_within(OUTPUT_GRACE, &mut stdout, &mut stderr).await {
         cleanup.output_cut = true;
         stop_reading.cancel();
     }
-    let stdout = stdout.await.unwrap_or_default();
-    let stderr = stderr.await.unwrap_or_default();
+    let stdout = stdout.finish().await;
+    let stderr = stderr.finish().await;
     let failed = !matches!(&end, End::Exited(Ok(status)) if status.success());
     let sandbox_note = ctx
         .sandbox
@@ -212,185 +190,44 @@ pub async fn run(
     })
 }
 
-/// Whether both readers reached the end of their stream within `grace`.
-async fn closed_within<T>(
-    grace: Duration,
-    stdout: &tokio::task::JoinHandle<T>,
-    stderr: &tokio::task::JoinHandle<T>,
-) -> bool {
-    let closed = async {
-        while !(stdout.is_finished() && stderr.is_finished()) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+/// One output stream being read on its own task, and what it read once it is done.
+struct Reading {
+    task: Option<tokio::task::JoinHandle<Captured>>,
+    done: Option<Captured>,
+}
+
+impl Reading {
+    fn start(read: impl Future<Output = Captured> + Send + 'static) -> Reading {
+        Reading {
+            task: Some(tokio::spawn(read)),
+            done: None,
         }
+    }
+
+    /// Waits for the end of the stream; cancel-safe (the task goes on until awaited
+    /// again).
+    async fn ended(&mut self) {
+        if let Some(task) = &mut self.task {
+            let captured = task.await.unwrap_or_default();
+            self.task = None;
+            self.done = Some(captured);
+        }
+    }
+
+    async fn finish(mut self) -> Captured {
+        self.ended().await;
+        self.done.unwrap_or_default()
+    }
+}
+
+/// Whether both readers reached the end of their stream within `grace`: woken by their
+/// end, not by polling.
+async fn closed_within(grace: Duration, stdout: &mut Reading, stderr: &mut Reading) -> bool {
+    let closed = async {
+        stdout.ended().await;
+        stderr.ended().await;
     };
     tokio::time::timeout(grace, closed).await.is_ok()
-}
-
-/// A started program and whatever it starts.
-#[cfg(target_os = "linux")]
-struct Tree {
-    child: tokio::process::Child,
-    pid: Option<u32>,
-    reports: Reports,
-}
-
-#[cfg(target_os = "linux")]
-impl Tree {
-    fn spawn(
-        mut command: tokio::process::Command,
-        sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
-    ) -> std::io::Result<Tree> {
-        use std::os::fd::AsRawFd;
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
-        super::supervisor::install(&mut command, theirs.as_raw_fd());
-        if let Some(sandbox) = sandbox.filter(|s| s.is_on()) {
-            // Runs after the supervisor's hook, in the program only (the supervisor never
-            // returns from its hook): the program and all it starts are confined.
-            // SAFETY: confine only makes system calls on data prepared before the fork.
-            unsafe {
-                command.pre_exec(move || sandbox.confine());
-            }
-        }
-        let child =
-            super::orphans::spawn_registered(|| command.spawn(), tokio::process::Child::id)?;
-        drop(theirs);
-        ours.set_nonblocking(true)?;
-        Ok(Tree {
-            pid: child.id(),
-            child,
-            reports: Reports::new(tokio::net::UnixStream::from_std(ours)?),
-        })
-    }
-
-    /// Waits for the program to exit.
-    async fn exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        use super::supervisor::Report;
-        use std::os::unix::process::ExitStatusExt;
-        loop {
-            match self.reports.next().await {
-                Some(Report::Exited(raw)) => return Ok(std::process::ExitStatus::from_raw(raw)),
-                Some(Report::Ended { .. }) => {}
-                None => {
-                    return Err(std::io::Error::other(
-                        "its supervisor was killed, so its exit status is unknown",
-                    ));
-                }
-            }
-        }
-    }
-
-    /// Has the supervisor kill everything that is left, and waits for it.
-    async fn stop(mut self, cleanup: &mut Cleanup) {
-        use super::supervisor::Report;
-        // The supervisor reads the end of eve's half of the socket as the word to stop.
-        let _ = self.reports.stream.shutdown().await;
-        let ended = tokio::time::timeout(STOP_WAIT, async {
-            loop {
-                match self.reports.next().await {
-                    Some(Report::Ended { killed, survivors }) => return Some((killed, survivors)),
-                    Some(Report::Exited(_)) => {}
-                    None => return None,
-                }
-            }
-        })
-        .await;
-        match ended {
-            Ok(Some((killed, survivors))) => {
-                cleanup.killed = killed;
-                cleanup.survivors = survivors;
-            }
-            Ok(None) | Err(_) => {
-                cleanup.supervisor_lost = true;
-                let _ = self.child.start_kill();
-            }
-        }
-        let _ = self.child.wait().await;
-        if let Some(pid) = self.pid {
-            super::orphans::unregister(pid);
-        }
-        // Survivors and the tree of a lost supervisor land on eve.
-        if cleanup.supervisor_lost || cleanup.survivors > 0 {
-            let swept = tokio::task::spawn_blocking(super::orphans::sweep)
-                .await
-                .unwrap_or(0);
-            cleanup.killed = cleanup.killed.saturating_add(swept);
-        }
-    }
-}
-
-/// The supervisor's reports, read record by record; cancel-safe (a partial record waits
-/// in the buffer).
-#[cfg(target_os = "linux")]
-struct Reports {
-    stream: tokio::net::UnixStream,
-    buf: [u8; super::supervisor::RECORD],
-    have: usize,
-}
-
-#[cfg(target_os = "linux")]
-impl Reports {
-    fn new(stream: tokio::net::UnixStream) -> Reports {
-        Reports {
-            stream,
-            buf: [0; super::supervisor::RECORD],
-            have: 0,
-        }
-    }
-
-    /// The next report; `None` once the supervisor is gone.
-    async fn next(&mut self) -> Option<super::supervisor::Report> {
-        use tokio::io::AsyncReadExt;
-        loop {
-            match self.stream.read(&mut self.buf[self.have..]).await {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.have += n,
-            }
-            if self.have == self.buf.len() {
-                self.have = 0;
-                if let Some(report) = super::supervisor::Report::decode(&self.buf) {
-                    return Some(report);
-                }
-            }
-        }
-    }
-}
-
-/// A started program in its own process group (no supervisor outside Linux: what leaves the
-/// group escapes).
-#[cfg(not(target_os = "linux"))]
-struct Tree {
-    child: tokio::process::Child,
-    pid: Option<u32>,
-}
-
-#[cfg(not(target_os = "linux"))]
-impl Tree {
-    fn spawn(
-        mut command: tokio::process::Command,
-        _sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
-    ) -> std::io::Result<Tree> {
-        let child = command.kill_on_drop(true).spawn()?;
-        Ok(Tree {
-            pid: child.id(),
-            child,
-        })
-    }
-
-    async fn exited(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        self.child.wait().await
-    }
-
-    async fn stop(mut self, _cleanup: &mut Cleanup) {
-        #[cfg(unix)]
-        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
-            // SAFETY: killpg only sends a signal; a stale group id makes it fail with ESRCH.
-            unsafe {
-                libc::killpg(pid, libc::SIGKILL);
-            }
-        }
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
-    }
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -403,12 +240,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::new(dir.path().to_path_buf(), dir.path().join("agent"));
         let pidfile = dir.path().join("pid");
-        let mut command = tokio::process::Command::new("sh");
-        command.arg("-c").arg(format!(
-            "echo $$ > {}; while [ ! -e {}.held ]; do sleep 0.02; done; echo done",
+        let script = format!(
+            // Its pid as the test sees it (`$$` is the pid in the call's own namespace).
+            "read -r pid _ < /proc/self/stat; echo $pid > {}; while [ ! -e {}.held ]; do sleep 0.02; done; echo done",
             pidfile.display(),
             pidfile.display()
-        ));
+        );
         let pidfile2 = pidfile.clone();
         // The test process, outside the call, opens the program's stdout and keeps it.
         let holder = tokio::task::spawn_blocking(move || {
@@ -426,9 +263,16 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        let finished = run(command, None, &ctx, Duration::from_secs(30), 1024)
-            .await
-            .unwrap();
+        let finished = run(
+            "sh",
+            &["-c", &script],
+            None,
+            &ctx,
+            Duration::from_secs(30),
+            1024,
+        )
+        .await
+        .unwrap();
         let _pipe = holder.await.unwrap();
         assert!(matches!(finished.end, End::Exited(Ok(s)) if s.success()));
         assert_eq!(finished.stdout.text(), "done\n");

@@ -23,7 +23,7 @@ struct Entry {
     spec: manifest::Tool,
     /// Which built-in it is, for built-ins (overridden or not).
     builtin: Option<Builtin>,
-    validator: jsonschema::Validator,
+    validator: Arc<jsonschema::Validator>,
     exec: Arc<dyn ToolExec>,
     kind: ToolKind,
     /// What `search_tools` matches a deferred tool by.
@@ -439,8 +439,7 @@ fn entry(
     exec: Arc<dyn ToolExec>,
     kind: ToolKind,
 ) -> Result<Entry, String> {
-    let validator = jsonschema::validator_for(&spec.input_schema)
-        .map_err(|e| format!("its input schema is invalid: {e}"))?;
+    let validator = validators::get(&spec.input_schema)?;
     let search = spec.defer.then(|| SearchText::new(&spec));
     Ok(Entry {
         spec,
@@ -450,6 +449,77 @@ fn entry(
         kind,
         search,
     })
+}
+
+/// Compiled schema validators, shared by every registry of the process: a registry is
+/// made for each turn (each step when a server's tools change), and compiling a
+/// validator costs more than a whole step of the harness.
+mod validators {
+    use std::collections::HashMap;
+    use std::hash::{Hash, Hasher};
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::Value;
+
+    /// Schemas kept at most (a server may list any number of tools): past this the
+    /// cache starts again.
+    const MAX: usize = 4096;
+
+    type Cache = HashMap<u64, Vec<(Value, Arc<jsonschema::Validator>)>>;
+
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+
+    /// The validator of `schema`, compiled once.
+    pub fn get(schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+        let key = digest(schema);
+        if let Some(found) = crate::sync::lock(&CACHE)
+            .as_ref()
+            .and_then(|c| c.get(&key))
+            .and_then(|same| same.iter().find(|(s, _)| s == schema))
+        {
+            return Ok(found.1.clone());
+        }
+        let validator = Arc::new(
+            jsonschema::validator_for(schema)
+                .map_err(|e| format!("its input schema is invalid: {e}"))?,
+        );
+        let mut cache = crate::sync::lock(&CACHE);
+        let cache = cache.get_or_insert_with(HashMap::new);
+        if cache.len() >= MAX {
+            cache.clear();
+        }
+        cache
+            .entry(key)
+            .or_default()
+            .push((schema.clone(), validator.clone()));
+        Ok(validator)
+    }
+
+    fn digest(schema: &Value) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        feed(schema, &mut hasher);
+        hasher.finish()
+    }
+
+    fn feed(value: &Value, h: &mut impl Hasher) {
+        match value {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => (2u8, n.to_string()).hash(h),
+            Value::String(s) => (3u8, s).hash(h),
+            Value::Array(items) => {
+                (4u8, items.len()).hash(h);
+                items.iter().for_each(|v| feed(v, h));
+            }
+            Value::Object(map) => {
+                (5u8, map.len()).hash(h);
+                for (k, v) in map {
+                    k.hash(h);
+                    feed(v, h);
+                }
+            }
+        }
+    }
 }
 
 /// The arguments' mismatches with a tool's schema, as a result for the model.

@@ -80,7 +80,7 @@ pub async fn serve(
     let agent_dir = agent_dir
         .canonicalize()
         .map_err(|e| format!("`{}`: {e}", agent_dir.display()))?;
-    let (info, warnings) = super::describe(&manifest, &agent_dir, &config.options)?;
+    let (info, warnings, _) = super::describe(&manifest, &agent_dir, &config.options)?;
     let shutdown = CancellationToken::new();
     let worker = Arc::new(worker::Worker::new(
         manifest.clone(),

@@ -164,9 +164,8 @@ impl Bash {
         let timeout =
             Duration::from_secs(input.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1))
                 .min(self.max_timeout);
-        let mut command = tokio::process::Command::new("bash");
-        command.arg("-c").arg(&input.command);
-        let finished = match process::run(command, None, ctx, timeout, OUTPUT_LIMIT).await {
+        let args = ["-c", input.command.as_str()];
+        let finished = match process::run("bash", &args, None, ctx, timeout, OUTPUT_LIMIT).await {
             Ok(finished) => finished,
             Err(e) => return ToolOutput::error(format!("cannot start bash: {e}")),
         };
@@ -323,7 +322,9 @@ mod tests {
         let (_tmp, ctx) = ctx();
         let out = bash(&[], &[], 600)
             .call(
-                &json!({"command": "sleep 100 & echo $!; wait", "timeout_secs": 1}),
+                // The sleeper's pid as the test sees it (`$!` is its pid in the call's
+                // own PID namespace).
+                &json!({"command": "sh -c 'read -r p _ < /proc/self/stat; echo $p; exec sleep 100' & wait", "timeout_secs": 1}),
                 &ctx,
             )
             .await;
@@ -366,7 +367,7 @@ mod tests {
     async fn a_background_child_left_running_is_stopped_after_the_command_exits() {
         let (_tmp, ctx) = ctx();
         let out = bash(&[], &[], 600)
-            .call(&json!({"command": "sleep 100 & echo $!"}), &ctx)
+            .call(&json!({"command": "sh -c 'read -r p _ < /proc/self/stat; echo $p; exec sleep 100' & sleep 0.2"}), &ctx)
             .await;
         assert!(!out.is_error, "{}", out.content);
         assert!(

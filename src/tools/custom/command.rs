@@ -58,14 +58,21 @@ impl CommandTool {
         let Some((program, args)) = argv.split_first() else {
             return ToolOutput::error("the command is empty");
         };
-        let mut command = tokio::process::Command::new(program);
-        command.args(args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let payload = serde_json::to_vec(input).unwrap_or_default();
-        let finished =
-            match process::run(command, Some(payload), ctx, self.timeout, OUTPUT_LIMIT).await {
-                Ok(finished) => finished,
-                Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
-            };
+        let finished = match process::run(
+            program,
+            &args,
+            Some(payload),
+            ctx,
+            self.timeout,
+            OUTPUT_LIMIT,
+        )
+        .await
+        {
+            Ok(finished) => finished,
+            Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
+        };
         let note = finished.notes();
         let output = match finished.end {
             End::TimedOut => ToolOutput::error(format!(
@@ -187,7 +194,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("child.pid");
         // The child forks a sleeper that would outlive it, then waits.
-        let script = format!("sleep 30 & echo $! > {}; wait", marker.display());
+        // The sleeper's pid as the test sees it (`$!` is its pid in the call's own PID
+        // namespace).
+        let script = format!(
+            "sh -c 'read -r p _ < /proc/self/stat; echo $p > {}; exec sleep 30' & wait",
+            marker.display()
+        );
         let out = tool(&["sh", "-c", &script], 300)
             .call(&json!({}), &ctx(dir.path()))
             .await;
@@ -221,9 +233,16 @@ mod tests {
     #[tokio::test]
     async fn a_background_child_does_not_outlive_the_command() {
         let dir = tempfile::tempdir().unwrap();
-        let out = tool(&["sh", "-c", "sleep 100 & echo $!"], 60_000)
-            .call(&json!({}), &ctx(dir.path()))
-            .await;
+        let out = tool(
+            &[
+                "sh",
+                "-c",
+                "sh -c 'read -r p _ < /proc/self/stat; echo $p; exec sleep 100' & sleep 0.2",
+            ],
+            60_000,
+        )
+        .call(&json!({}), &ctx(dir.path()))
+        .await;
         assert!(!out.is_error, "{out:?}");
         let (pid, note) = out.content.split_once("\n\n").unwrap();
         let pid: i32 = pid.trim().parse().unwrap();
