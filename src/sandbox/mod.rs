@@ -7,7 +7,9 @@
 //! kernel needs, once per session, in eve's own process; [`Sandbox::confine`] is called
 //! in each child between `fork` and `exec` and only makes system calls.
 
+pub mod git;
 mod linux;
+pub mod program;
 mod session;
 pub mod support;
 
@@ -50,11 +52,22 @@ impl Policy {
                 .collect(),
             SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),
         };
-        let read_only = protected
+        let inside: Vec<&PathBuf> = protected
             .iter()
             .filter(|p| p.exists() && writable.iter().any(|w| p.starts_with(w)))
-            .cloned()
             .collect();
+        // A path beneath another read-only one is read-only already; binding it again
+        // would pin the folders between them, writable, over the outer bind.
+        let read_only = inside
+            .iter()
+            .filter(|p| !inside.iter().any(|q| q != *p && p.starts_with(q)))
+            .map(|p| (*p).clone())
+            .fold(Vec::new(), |mut out: Vec<PathBuf>, p| {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+                out
+            });
         Policy {
             mode,
             network,
