@@ -521,6 +521,7 @@ fn resume_benchmark(dir: &Path) {
             sandbox: None,
             stubs: None,
             connections: None,
+            executed: Default::default(),
         };
         let (emitter, mut rx) = eve::harness::Emitter::channel();
         let mut harness =

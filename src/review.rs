@@ -196,10 +196,74 @@ pub fn waiting(agent_dir: &Path, current: &str) -> std::io::Result<Option<Pendin
     pending(agent_dir)
 }
 
+/// Decides, before anything of the definition in `agent_dir` runs (a server listed at
+/// build time included), whether a change waits for the person: recorded, or left by a
+/// run that died before its check ([`recover`]). `current` gives the inputs hash of the
+/// definition as it is now (`None`: it does not build); it is asked only when a dead
+/// run's marker needs comparing. Every build that may start a server asks this first
+/// (`connections::reviewed`).
+pub fn unseen(
+    agent_dir: &Path,
+    current: impl FnOnce() -> Option<String>,
+) -> std::io::Result<Option<Pending>> {
+    recover_with(agent_dir, &mut Lazy::new(current))?;
+    pending(agent_dir)
+}
+
+/// [`unseen`], failing closed: when eve cannot tell, that stands in the way too.
+pub fn held(agent_dir: &Path, current: impl FnOnce() -> Option<String>) -> Option<Pending> {
+    unseen(agent_dir, current).unwrap_or_else(|e| {
+        Some(Pending {
+            summary: format!("eve cannot tell whether it changed: {e}"),
+            before: String::new(),
+        })
+    })
+}
+
+/// What a person is told when a change waits: `base` is the agent directory as they
+/// wrote it.
+pub fn describe(change: &Pending, base: &str) -> String {
+    format!(
+        "the agent's definition changed while it ran ({}): review it with `eve build {}` first",
+        change.summary,
+        crate::text::shell_word(base)
+    )
+}
+
+/// A value computed the first time it is asked for.
+struct Lazy<F: FnOnce() -> Option<String>> {
+    make: Option<F>,
+    value: Option<String>,
+}
+
+impl<F: FnOnce() -> Option<String>> Lazy<F> {
+    fn new(make: F) -> Self {
+        Lazy {
+            make: Some(make),
+            value: None,
+        }
+    }
+
+    fn get(&mut self) -> Option<&str> {
+        if let Some(make) = self.make.take() {
+            self.value = make();
+        }
+        self.value.as_deref()
+    }
+}
+
 /// Before a run of the definition whose inputs hash is `current`: a run that died
 /// without its check and ran another definition leaves a change for the person, as
 /// [`after_run`] would have. Markers of runs still going are left alone.
 pub fn recover(agent_dir: &Path, current: &str) -> std::io::Result<()> {
+    let current = current.to_string();
+    recover_with(agent_dir, &mut Lazy::new(move || Some(current)))
+}
+
+fn recover_with<F: FnOnce() -> Option<String>>(
+    agent_dir: &Path,
+    current: &mut Lazy<F>,
+) -> std::io::Result<()> {
     let Some(dir) = crate::statedir::open(agent_dir, &[RUNNING])? else {
         return Ok(());
     };
@@ -214,7 +278,10 @@ pub fn recover(agent_dir: &Path, current: &str) -> std::io::Result<()> {
         if marker.as_ref().is_some_and(alive) {
             continue;
         }
-        let changed = marker.as_ref().is_none_or(|m| m.inputs_hash != current);
+        let changed = match &marker {
+            Some(m) => current.get() != Some(m.inputs_hash.as_str()),
+            None => true,
+        };
         if changed && pending(agent_dir)?.is_none() {
             let change = Pending {
                 summary: "a run stopped before eve could check what it changed (eve was killed), and the definition is no longer the one it ran".into(),

@@ -325,6 +325,7 @@ fn session_setup(
     };
     let mut hidden_env = providers::key_variables(&manifest);
     hidden_env.extend(options.hidden_env.iter().cloned());
+    let manifest_executed = manifest.executed_paths();
     let mut setup = Setup {
         manifest,
         agent_dir: agent_dir.clone(),
@@ -342,6 +343,7 @@ fn session_setup(
         sandbox,
         stubs: None,
         connections: None,
+        executed: Arc::new(manifest_executed),
     };
     setup.connections = options.connections.clone().or_else(|| {
         crate::connections::Connections::new(

@@ -959,6 +959,7 @@ fn refresh_builds_from_every_file_again() {
     let refresh = eve::compiler::listing::Options {
         lister: None,
         refresh: true,
+        workspace: None,
     };
     let full = compiler::build(dir, &CATALOG, refresh);
     assert!(!full.cached);

@@ -546,6 +546,8 @@ fn a_stdio_server_sees_no_provider_key_and_secret_values_are_redacted() {
         "MCP_TEST_LOG",
         "PATH",
         "TMPDIR",
+        // Python keeps the folder it starts in off its import path.
+        "PYTHONSAFEPATH",
         // A sandboxed server's own cache folder.
         "XDG_CACHE_HOME",
         "npm_config_cache",

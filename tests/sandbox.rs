@@ -300,18 +300,21 @@ fn a_stdio_connection_is_confined_the_same_way() {
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let agent = Agent::new("[sandbox]\nnetwork = false\n", true, "- text: unused\n");
+    // Servers start in a folder of their own, not the workspace: paths are absolute.
+    let ws = agent.workspace.display();
     let script = format!(
-        "- tool_calls: [{{name: probe__write, input: {{path: from-mcp, text: x}}}}]\n\
-         - tool_calls: [{{name: probe__write, input: {{path: ../escape-mcp, text: x}}}}]\n\
-         - tool_calls: [{{name: probe__write, input: {{path: agent/.eve/forged, text: x}}}}]\n\
-         - tool_calls: [{{name: probe__write, input: {{path: agent/tools/bash.toml, text: 'approval = \"never\"'}}}}]\n\
+        "- tool_calls: [{{name: probe__write, input: {{path: {ws}/from-mcp, text: x}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: {ws}/../escape-mcp, text: x}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: {ws}/agent/.eve/forged, text: x}}}}]\n\
+         - tool_calls: [{{name: probe__write, input: {{path: {ws}/agent/tools/bash.toml, text: 'approval = \"never\"'}}}}]\n\
          - tool_calls: [{{name: probe__env, input: {{}}}}]\n\
          - tool_calls: [{{name: probe__connect, input: {{port: {port}}}}}]\n\
          - tool_calls: [{{name: probe__write, input: {{path: $XDG_CACHE_HOME/npm-was-here, text: x}}}}]\n\
          - tool_calls: [{{name: probe__write, input: {{path: $XDG_CACHE_HOME/../beside, text: x}}}}]\n\
          - text: done\n"
     );
-    let agent = Agent::new("[sandbox]\nnetwork = false\n", true, &script);
+    std::fs::write(agent.dir.join("replies.yaml"), script).unwrap();
     probe_connection(&agent, "");
     let out = agent.run(&["--yes"]);
     assert_eq!(
@@ -364,11 +367,15 @@ fn a_connection_with_sandbox_false_is_not_confined_and_eve_connections_says_so()
     if !supported() {
         return;
     }
-    let agent = Agent::new(
-        "",
-        false,
-        "- tool_calls: [{name: probe__write, input: {path: ../outside-mcp, text: x}}]\n- text: done\n",
-    );
+    let agent = Agent::new("", false, "- text: unused\n");
+    std::fs::write(
+        agent.dir.join("replies.yaml"),
+        format!(
+            "- tool_calls: [{{name: probe__write, input: {{path: {}/outside-mcp, text: x}}}}]\n- text: done\n",
+            agent.base.display()
+        ),
+    )
+    .unwrap();
     probe_connection(&agent, "sandbox = false");
     let out = agent.run(&["--yes"]);
     assert_eq!(
@@ -579,4 +586,347 @@ fn a_process_chain_deeper_than_a_scan_dies_whole_with_the_call() {
         })
         .count();
     assert_eq!(survivors, 0, "processes of the chain are still running");
+}
+
+/// Runs `git` in `dir` as the person would, outside any sandbox.
+fn git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.email=person@example.com",
+            "-c",
+            "user.name=Person",
+        ])
+        .args(["-c", "protocol.file.allow=always"])
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_SSH_COMMAND")
+        .env_remove("GIT_SSH")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_process_cannot_make_the_persons_next_git_command_run_its_program() {
+    if !supported() {
+        return;
+    }
+    let agent = Agent::new("", false, "- text: unused\n");
+    let ws = &agent.workspace;
+    // The workspace is a repository with a submodule (whose `.git` is a `gitdir:` file).
+    let origin = agent.base.join("origin-sub");
+    std::fs::create_dir_all(&origin).unwrap();
+    assert!(git(&origin, &["init", "-q"]).status.success());
+    assert!(
+        git(&origin, &["commit", "-q", "--allow-empty", "-m", "s"])
+            .status
+            .success()
+    );
+    assert!(git(ws, &["init", "-q"]).status.success());
+    let added = git(
+        ws,
+        &["submodule", "add", "-q", origin.to_str().unwrap(), "sub"],
+    );
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert!(git(ws, &["commit", "-q", "-m", "sub"]).status.success());
+    assert!(ws.join("sub/.git").is_file());
+    // The model's program, and every route it tries to make git run it.
+    let ran = agent.base.join("ran");
+    let script = format!(
+        "printf '#!/bin/sh\\necho \"$0 $*\" >> {ran}\\n' > evil.sh; chmod +x evil.sh; E=$PWD/evil.sh; \
+         mkdir -p evil-hooks && cp evil.sh evil-hooks/pre-commit; \
+         cp -r .git evil-git; for g in evil-git .git; do \
+           git --git-dir=$g config core.fsmonitor $E; \
+           git --git-dir=$g config core.hooksPath $PWD/evil-hooks; \
+           git --git-dir=$g config core.sshCommand $E; done; \
+         echo $PWD/evil-git > .git/commondir; \
+         printf 'gitdir: %s\\n' $PWD/evil-git > sub/.git; \
+         cp evil.sh .git/hooks/pre-commit; cp evil.sh .git/modules/sub/hooks/pre-commit; \
+         printf '[core]\\n\\tfsmonitor = %s\\n' $E >> .git/modules/sub/config; \
+         echo tried",
+        ran = ran.display()
+    );
+    std::fs::write(agent.dir.join("replies.yaml"), bash(&script)).unwrap();
+    let out = agent.run(&["--yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = agent.first_result();
+    assert!(seen.contains("tried"), "{seen}");
+    assert!(seen.contains("Read-only file system"), "{seen}");
+    assert!(
+        ws.join("evil.sh").is_file(),
+        "the workspace itself stays writable"
+    );
+    // The person's next commands, outside the sandbox, run nothing of the model's.
+    for args in [
+        &["status"][..],
+        &["-C", "sub", "status"],
+        &["commit", "-q", "--allow-empty", "-m", "mine"],
+        &["-C", "sub", "commit", "-q", "--allow-empty", "-m", "mine"],
+        &["ls-remote", "ssh://127.0.0.1:9/nothing"],
+    ] {
+        git(ws, args);
+        assert!(
+            !ran.exists(),
+            "`git {}` ran the model's program: {}",
+            args.join(" "),
+            std::fs::read_to_string(&ran).unwrap_or_default()
+        );
+    }
+    // And git still works for the model, reading: its status and log.
+    std::fs::remove_file(agent.base.join("requests.jsonl")).unwrap();
+    std::fs::write(
+        agent.dir.join("replies.yaml"),
+        bash("git status --short && git log --oneline | wc -l && echo read-ok"),
+    )
+    .unwrap();
+    assert_eq!(agent.run(&["--yes"]).status.code(), Some(0));
+    assert!(
+        agent.first_result().contains("read-ok"),
+        "{}",
+        agent.first_result()
+    );
+}
+
+#[test]
+fn a_file_a_command_runs_is_part_of_the_definition() {
+    if !supported() {
+        return;
+    }
+    let script = bash(
+        "echo 'echo hijacked' >> agent/servers/start.sh; echo 'echo hijacked' > agent/scripts/count.sh; \
+         rm -rf agent/scripts; mv agent/servers agent/servers-old; echo tried",
+    );
+    let agent = Agent::new("", true, &script);
+    let runs = |agent: &Agent| {
+        std::fs::create_dir_all(agent.dir.join("servers")).unwrap();
+        std::fs::create_dir_all(agent.dir.join("scripts")).unwrap();
+        std::fs::write(agent.dir.join("servers/start.sh"), "exec mcp-test-server\n").unwrap();
+        std::fs::write(agent.dir.join("scripts/count.sh"), "echo 3\n").unwrap();
+        std::fs::create_dir_all(agent.dir.join("connections")).unwrap();
+        std::fs::write(
+            agent.dir.join("connections/helper.toml"),
+            "command = [\"sh\", \"{{ agent_dir }}/servers/start.sh\"]\n[tools]\nallow = [\"add\"]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            agent.dir.join("tools/count.toml"),
+            "description = \"Counts\"\ncommand = [\"sh\", \"{{ agent_dir }}/scripts/count.sh\"]\n[input_schema]\ntype = \"object\"\n",
+        )
+        .unwrap();
+    };
+    runs(&agent);
+    // The model's processes cannot change, remove or move what the commands run.
+    let out = agent.run(&["--yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = agent.first_result();
+    assert!(
+        seen.contains("tried") && seen.contains("Read-only file system"),
+        "{seen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.join("servers/start.sh")).unwrap(),
+        "exec mcp-test-server\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.join("scripts/count.sh")).unwrap(),
+        "echo 3\n"
+    );
+    // Nor can eve's own file tools.
+    let agent = Agent::new(
+        "",
+        true,
+        "- tool_calls: [{name: write_file, input: {path: agent/servers/start.sh, content: 'echo hijacked'}}]\n- text: done\n",
+    );
+    runs(&agent);
+    std::fs::write(agent.dir.join("tools/write_file.toml"), "").unwrap();
+    assert_eq!(agent.run(&["--yes"]).status.code(), Some(0));
+    let seen = agent.first_result();
+    assert!(
+        seen.contains("part of the agent's own definition"),
+        "{seen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.join("servers/start.sh")).unwrap(),
+        "exec mcp-test-server\n"
+    );
+    // When the author lets the agent change its definition, a change to them is one:
+    // recorded, and the next run waits for the person to see it.
+    let agent = Agent::new(
+        "[workspace]\nagent_writable = true\n",
+        true,
+        &bash("echo 'echo changed' >> agent/servers/start.sh && echo wrote"),
+    );
+    runs(&agent);
+    let out = agent.run(&["--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        agent.first_result().contains("wrote"),
+        "{}",
+        agent.first_result()
+    );
+    assert!(
+        err.contains("definition changed during this run (files ~servers)"),
+        "{err}"
+    );
+    let next = agent.run(&[]);
+    assert_eq!(next.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&next.stderr).contains("changed while it ran (files ~servers)"),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+}
+
+#[test]
+fn a_process_cannot_create_a_first_definition_folder() {
+    if !supported() {
+        return;
+    }
+    let marker = tempfile::tempdir().unwrap();
+    let marker = marker.path().join("ran");
+    let script = bash(&format!(
+        "mkdir -p agent/connections; printf 'command = [\"sh\", \"-c\", \"touch {}\"]\\nsandbox = false\\n' > agent/connections/helper.toml; \
+         mkdir -p agent/subagents/x; echo tried",
+        marker.display()
+    ));
+    let agent = Agent::new("", true, &script);
+    assert!(!agent.dir.join("connections").exists());
+    let out = agent.run(&["--yes"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let seen = agent.first_result();
+    assert!(
+        seen.contains("tried") && seen.contains("Read-only file system"),
+        "{seen}"
+    );
+    assert!(!agent.dir.join("connections/helper.toml").exists());
+    assert!(!agent.dir.join("subagents/x").exists());
+    // The folders eve kept in the definition's place are empty: the same definition.
+    assert!(!err.contains("definition changed"), "{err}");
+    let build = eve().arg("build").arg(&agent.dir).output().unwrap();
+    assert_eq!(build.status.code(), Some(0));
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_stdio_server_is_not_taken_from_the_workspace() {
+    if !supported() {
+        return;
+    }
+    let agent = Agent::new("", false, "- text: unused\n");
+    let hijacked = agent.base.join("hijacked");
+    // What the model writes into the workspace: a Python module of the server's name,
+    // a program of that name in a folder of PATH inside the workspace, and a package
+    // `npx` would run from the folder it starts in.
+    let package = agent.workspace.join("hijacked-package");
+    let script = bash(&format!(
+        "printf 'open(\"{h}-module\", \"w\").write(\"x\")\\n' > eve_helper_server.py; \
+         mkdir -p bin && printf '#!/bin/sh\\ntouch {h}-path\\n' > bin/eve-helper-server && chmod +x bin/eve-helper-server; \
+         mkdir -p node_modules/.bin && printf '#!/bin/sh\\ntouch {p}\\n' > node_modules/.bin/eve-helper-server && chmod +x node_modules/.bin/eve-helper-server; \
+         echo planted",
+        h = hijacked.display(),
+        p = package.display()
+    ));
+    std::fs::write(
+        agent.dir.join("replies.yaml"),
+        format!("{script}- text: second\n- text: third\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(agent.dir.join("connections")).unwrap();
+    for (name, file) in [
+        (
+            "module",
+            "command = [\"python3\", \"-m\", \"eve_helper_server\"]\n",
+        ),
+        (
+            "module-in-workspace",
+            "command = [\"python3\", \"-m\", \"eve_helper_server\"]\ncwd = \".\"\n",
+        ),
+        ("program", "command = [\"eve-helper-server\"]\n"),
+    ] {
+        std::fs::write(
+            agent.dir.join("connections").join(format!("{name}.toml")),
+            format!("{file}sandbox = false\nrequired = false\nstartup_timeout_secs = 5\n"),
+        )
+        .unwrap();
+    }
+    // `npx` with no network (offline, a registry on a closed port): only a local
+    // package can run. Sandboxed, so its mark goes in the workspace.
+    let npx = std::process::Command::new("npx")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if npx {
+        std::fs::write(
+            agent.dir.join("connections/package.toml"),
+            "command = [\"npx\", \"--no-install\", \"eve-helper-server\"]\n\
+             env = { npm_config_offline = \"true\", npm_config_registry = \"http://127.0.0.1:9/\" }\n\
+             required = false\nstartup_timeout_secs = 20\n",
+        )
+        .unwrap();
+    } else {
+        eprintln!("npx is not installed: the package route is not tried");
+    }
+    let path = std::env::join_paths(
+        std::iter::once(agent.workspace.join("bin"))
+            .chain(std::env::split_paths(&common::mcp::path_with_server())),
+    )
+    .unwrap();
+    let run = || {
+        eve()
+            .env("PATH", &path)
+            .env("EVE_SCRIPTED_LOG", agent.base.join("requests.jsonl"))
+            .arg("run")
+            .arg(&agent.dir)
+            .args([
+                "--workspace",
+                agent.workspace.to_str().unwrap(),
+                "--yes",
+                "go",
+            ])
+            .write_stdin("")
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(
+        agent.first_result().contains("planted"),
+        "{}",
+        agent.first_result()
+    );
+    // The next session starts (and its build lists) the servers again.
+    let second = run();
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    for what in ["module", "path"] {
+        let planted = PathBuf::from(format!("{}-{what}", hijacked.display()));
+        assert!(!planted.exists(), "the model's {what} ran as a server");
+    }
+    assert!(!package.exists(), "the model's package ran as a server");
 }

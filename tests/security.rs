@@ -702,3 +702,71 @@ fn a_variable_that_is_not_utf8_does_not_stop_the_keys_moving_out() {
         assert!(!seen.contains(secret), "{secret} reached a tool:\n{seen}");
     }
 }
+
+#[test]
+fn a_changed_connection_starts_nothing_before_the_person_has_seen_it() {
+    let agent = Agent::new("", "- text: unused\n");
+    let started = agent.dir.parent().unwrap().join("helper-started");
+    let file = agent.dir.join("connections/helper.toml");
+    // The model adds a server, unconfined, that would run the moment anything starts it.
+    let toml = format!(
+        "command = [\"sh\", \"-c\", \"touch {}; exec mcp-test-server\"]\nsandbox = false\n",
+        started.display()
+    );
+    std::fs::write(agent.workspace.join("helper.toml"), toml).unwrap();
+    std::fs::write(
+        agent.dir.join("replies.yaml"),
+        format!(
+            "- tool_calls: [{{name: bash, input: {{command: {}}}}}]\n- text: Done.\n",
+            serde_json::to_string(&format!(
+                "mkdir -p {} && cp helper.toml {}",
+                file.parent().unwrap().display(),
+                file.display()
+            ))
+            .unwrap()
+        ),
+    )
+    .unwrap();
+    // Unconfined, so the process can reach the agent's files: the review is the layer
+    // under test, whatever wrote the file.
+    let first = agent.run(&["--sandbox", "off", "--yes", "Add a helper"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(file.is_file());
+    assert!(
+        stderr(&first).contains("(connections +helper (sandbox = false))"),
+        "{}",
+        stderr(&first)
+    );
+    assert!(!started.exists(), "the check after the run started it");
+    // The next `eve run` refuses, and its build started nothing; nor do `eve
+    // connections` and `eve eval`.
+    let second = agent.run(&["Go on"]);
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        !started.exists(),
+        "the refusing run's build started the server"
+    );
+    for command in ["connections", "eval"] {
+        let out = eve().arg(command).arg(&agent.dir).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("changed while it ran (connections +helper (sandbox = false))"),
+            "{command}: {}",
+            stderr(&out)
+        );
+        assert!(!started.exists(), "`eve {command}` started the server");
+    }
+    // `eve build` shows the change and accepts it, still starting nothing…
+    let reviewed = eve().arg("build").arg(&agent.dir).output().unwrap();
+    assert_eq!(reviewed.status.code(), Some(0), "{}", stderr(&reviewed));
+    assert!(
+        stderr(&reviewed).contains("connections +helper (sandbox = false); this build accepts it; it started none of the changed definition's servers"),
+        "{}",
+        stderr(&reviewed)
+    );
+    assert!(!started.exists(), "the reviewing build started the server");
+    // …and once the person has seen it, the next build lists it.
+    let listed = eve().arg("build").arg(&agent.dir).output().unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert!(started.exists(), "{}", stderr(&listed));
+}

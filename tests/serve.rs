@@ -1135,8 +1135,9 @@ fn a_served_turn_uses_the_agents_mcp_server_and_stops_it_when_the_turn_ends() {
 
 #[test]
 fn a_tool_file_the_model_adds_while_served_is_recorded_and_the_next_start_needs_a_review() {
-    // The sandbox keeps the agent's files read-only but lets a process add a new one:
-    // a first read_file tool (an allow-everything override would do the same).
+    // A process adds a first read_file tool (an allow-everything override would do the
+    // same). Unconfined: the sandbox would keep it out of the definition (it keeps even
+    // a first `tools/` read-only); the review is the layer under test, whatever wrote it.
     let dir = agent(
         "- tool_calls: [{name: bash, input: {command: \"mkdir tools && printf 'approval = \\\"never\\\"\\\\n' > tools/read_file.toml && echo added\"}}]\n- text: Added a tool.\n",
         &[],
@@ -1148,7 +1149,7 @@ fn a_tool_file_the_model_adds_while_served_is_recorded_and_the_next_start_needs_
         "name = \"served\"\nmodel = \"scripted:replies.yaml\"\n[workspace]\nroot = \".\"\n",
     )
     .unwrap();
-    let mut server = Served::start(dir.path(), &[], &[]);
+    let mut server = Served::start(dir.path(), &["--sandbox", "off"], &[]);
     let id = server.create("Give yourself a tool");
     server.wait_for(&id, "idle");
     let lines = server.stream(&id, "?startIndex=0");

@@ -13,7 +13,9 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: `{base}` is not a folder");
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
-    let build = crate::connections::build(&args.dir, args.refresh);
+    // A change the agent made waits for the person: this build shows it, and starts
+    // none of its servers (they are listed by the next build, once it has been seen).
+    let (build, held) = crate::connections::reviewed(&args.dir, args.refresh, &[], None);
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
     let budget = build.manifest.as_ref().map(compiler::budget::Budget::of);
     match args.format {
@@ -36,8 +38,13 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     };
     if let Some(change) = crate::review::waiting(&args.dir, &manifest.inputs_hash)? {
         if args.format == Format::Human {
+            let servers = if held.is_some() && !manifest.connections.is_empty() {
+                "; it started none of the changed definition's servers: the next build lists their tools"
+            } else {
+                ""
+            };
             eprintln!(
-                "note: the agent's definition changed while it ran: {}; this build accepts it",
+                "note: the agent's definition changed while it ran: {}; this build accepts it{servers}",
                 change.summary
             );
         }

@@ -12,6 +12,10 @@ pub fn run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(super::EXIT_USAGE));
     }
     let report = crate::connections::report::report(&args.dir);
+    if let Some(held) = &report.held {
+        eprintln!("error: {}", crate::review::describe(held, &base));
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    }
     eprint!(
         "{}",
         render::human_report(report.build.diagnostics.iter(), &base, false)

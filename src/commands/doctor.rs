@@ -56,7 +56,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
             }
             if enforced.read_only_paths && !sandbox.policy.read_only.is_empty() {
                 parts.push(format!(
-                    "{} read-only inside the workspace (the agent's .eve, its definition, git config and hooks)",
+                    "{} read-only inside the workspace (the agent's .eve, its definition, the git directory)",
                     sandbox.policy.read_only.len()
                 ));
             }

@@ -41,6 +41,10 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(super::EXIT_USAGE));
     };
+    // Cases run the agent's tools and servers: not those of a change nobody has seen.
+    if let Some(change) = crate::review::waiting(&args.dir, &manifest.inputs_hash)? {
+        return usage(&crate::review::describe(&change, &base));
+    }
     compiler::write_manifest(&args.dir, &manifest)?;
     let cases = match evals::select(build.evals, &args.filters, &args.tag) {
         Ok(cases) => cases,

@@ -72,16 +72,16 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
         return fail(&mut console, error);
     }
 
-    let build = match built {
+    // A build that finds a change waiting starts none of its servers.
+    let mut build = match built {
         Some(build) if build.cached => build,
-        _ => crate::connections::build(&dir, false),
+        _ => crate::connections::build_in(&dir, args.workspace.as_deref()),
     };
     eprint!(
         "{}",
         render::human_report(build.diagnostics.iter(), &base, args.quiet)
     );
-    let cached = build.cached;
-    let Some(manifest) = build.manifest else {
+    let Some(manifest) = build.manifest.as_ref() else {
         return fail(
             &mut console,
             RunError::Failed(format!(
@@ -106,7 +106,26 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
             change.summary
         );
         crate::review::accept(&dir)?;
+        // Accepted: now its servers may be listed.
+        let shown = build.diagnostics;
+        build = crate::connections::build_in(&dir, args.workspace.as_deref());
+        let new: Vec<_> = build
+            .diagnostics
+            .iter()
+            .filter(|d| !shown.iter().any(|s| s == *d))
+            .collect();
+        eprint!("{}", render::human_report(new, &base, args.quiet));
     }
+    let cached = build.cached;
+    let Some(manifest) = build.manifest else {
+        return fail(
+            &mut console,
+            RunError::Failed(format!(
+                "could not build `{}`: fix the errors above, then run again",
+                compiler::agent_name(&dir)
+            )),
+        );
+    };
     if !cached {
         compiler::write_manifest(&dir, &manifest)?;
     }

@@ -24,7 +24,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     }
     // Like `eve run`: from the build cache when nothing changed, listing the
     // connections' servers that have no cached listing.
-    let build = crate::connections::build(dir, false);
+    let build = crate::connections::build_in(dir, args.workspace.as_deref());
     let cached = build.cached;
     eprint!(
         "{}",

@@ -48,6 +48,7 @@ pub mod code {
     pub const EMPTY_OVERRIDE: &str = "W0214";
     pub const TOOL_NOT_AVAILABLE: &str = "W0216";
     pub const INVALID_COMMAND_PATTERN: &str = "E0217";
+    pub const COMMAND_FILE_LEFT_OUT: &str = "W0218";
 
     pub const MISSING_INSTRUCTIONS: &str = "E0301";
     pub const TEMPLATE_SYNTAX: &str = "E0302";
@@ -135,6 +136,7 @@ pub mod code {
         EMPTY_OVERRIDE,
         TOOL_NOT_AVAILABLE,
         INVALID_COMMAND_PATTERN,
+        COMMAND_FILE_LEFT_OUT,
         MISSING_INSTRUCTIONS,
         TEMPLATE_SYNTAX,
         UNDEFINED_VARIABLE,

@@ -35,6 +35,9 @@ pub struct Wanted<'a> {
 pub struct Confinement<'a> {
     pub settings: &'a crate::manifest::Sandbox,
     pub agent_writable: bool,
+    /// Entries of the agent directory that its commands run, kept read-only with the
+    /// rest of its definition ([`crate::manifest::Manifest::definition_entries`]).
+    pub definition: &'a [String],
 }
 
 /// How a build gets listings.
@@ -44,6 +47,9 @@ pub struct Options<'a> {
     pub lister: Option<&'a dyn Lister>,
     /// `eve build --refresh`: list every server again, whatever is cached.
     pub refresh: bool,
+    /// Where the servers run (`--workspace`); `None`: the agent's `[workspace] root`
+    /// from the folder eve runs in, as its sessions would.
+    pub workspace: Option<&'a Path>,
 }
 
 /// What the build knows of one connection's tools.

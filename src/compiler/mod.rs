@@ -7,6 +7,7 @@ pub mod connection_tools;
 pub mod connections;
 pub mod diagnostic;
 pub mod evals;
+pub mod executed;
 pub mod inputs;
 pub mod instructions;
 pub mod listing;
@@ -257,7 +258,31 @@ fn compile_files(
     );
     keys.add(&mut config);
     let skills = skills::compile(&files.skills, diags);
-    let read = connections::read_all(&files.connections, diags);
+    let mut read = connections::read_all(&files.connections, diags);
+    // What the commands run is part of the definition; a command whose files cannot be
+    // never runs: its connection or tool is left out.
+    let mut entries = executed::Entries::default();
+    let whose = match inherited {
+        Some(_) => format!(" of subagent `{name}`"),
+        None => String::new(),
+    };
+    read.retain(|r| {
+        let crate::manifest::connection::Transport::Stdio { command, cwd, .. } =
+            &r.connection.transport
+        else {
+            return true;
+        };
+        let templates = command.iter().chain(cwd.iter()).map(String::as_str);
+        let named = executed::named(templates, &files.prefix);
+        let Some(why) = entries.refuse(&files.boundary, &named) else {
+            return true;
+        };
+        diags.push(
+            left_out(format!("connection `{}`{whose}", r.connection.name), &why)
+                .file(r.connection.file.clone()),
+        );
+        false
+    });
     let names: Vec<&str> = read.iter().map(|r| r.connection.name.as_str()).collect();
     let compiled = tools::compile(
         &files.tools,
@@ -269,13 +294,32 @@ fn compile_files(
         diags,
     );
     let mut tools = compiled.tools;
-    let workspace = std::path::absolute(&config.agent.workspace.root)
-        .unwrap_or_else(|_| PathBuf::from(&config.agent.workspace.root));
+    tools.retain(|tool| {
+        let Executor::Command { argv, .. } = &tool.executor else {
+            return true;
+        };
+        let named = executed::named(argv.iter().map(String::as_str), &files.prefix);
+        let Some(why) = entries.refuse(&files.boundary, &named) else {
+            return true;
+        };
+        diags.push(
+            left_out(format!("tool `{}`{whose}", tool.name), &why)
+                .file(at(&format!("tools/{}.toml", tool.name))),
+        );
+        false
+    });
+    let root = options.workspace.map_or_else(
+        || PathBuf::from(&config.agent.workspace.root),
+        Path::to_path_buf,
+    );
+    let workspace = std::path::absolute(&root).unwrap_or(root);
     let wanted: Vec<&crate::manifest::connection::Connection> =
         read.iter().map(|r| &r.connection).collect();
+    let definition = entries.names_below(&files.prefix);
     let confinement = listing::Confinement {
         settings: inherited.map_or(&config.agent.sandbox, |i| &i.sandbox),
         agent_writable: config.agent.workspace.agent_writable,
+        definition: &definition,
     };
     let known = listing::obtain(&files.root, &workspace, &wanted, confinement, options);
     let mut routed = compiled.routed;
@@ -299,10 +343,15 @@ fn compile_files(
         sandbox: inherited.map_or_else(|| config.agent.sandbox.clone(), |i| i.sandbox.clone()),
     };
     let mut subagents = Vec::new();
+    // The hashes of subagents whose commands run files of their own.
+    let mut children = Vec::new();
     for dir in &files.subagents {
         if let Some(subagent) =
             compile_subagent(dir, &child_inherits, &tools, catalog, keys, options, diags)
         {
+            if subagent.manifest.inputs_hash != dir.files.hash {
+                children.push(subagent.manifest.inputs_hash.clone());
+            }
             subagents.push(subagent);
         }
     }
@@ -341,7 +390,8 @@ fn compile_files(
         skills,
         subagents,
         connections,
-        inputs_hash: files.hash.clone(),
+        inputs_hash: executed::fold(&files.hash, &entries.kept(), &children),
+        executed: entries.kept(),
     };
     // Measured once the rest builds: until then the numbers are of an agent that is not.
     if !diags.has_errors() {
@@ -359,6 +409,17 @@ fn compile_files(
         );
     }
     Some(manifest)
+}
+
+/// W0218: a tool or connection left out because what its command runs cannot be part
+/// of the definition.
+fn left_out(what: String, why: &str) -> Diagnostic {
+    Diagnostic::warning(
+        code::COMMAND_FILE_LEFT_OUT,
+        format!("{what} is left out: {why}"),
+    )
+    .note("an entry of the agent directory that a command names as `{{ agent_dir }}/…` is part of the agent's definition: eve keeps it read-only and checks it for changes, and a file it cannot keep must never run")
+    .help("add the file to the agent directory (a real file or folder, not a link out of it), or name one that is there")
 }
 
 /// Two tools of one name: the model could call only one of them.

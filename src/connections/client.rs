@@ -405,6 +405,12 @@ fn plan(
     place: Place<'_>,
     secrets: &mut Redactor,
 ) -> Result<Plan, String> {
+    // Absolute: the server does not start where eve runs.
+    let agent_dir = place
+        .agent_dir
+        .canonicalize()
+        .or_else(|_| std::path::absolute(place.agent_dir))
+        .unwrap_or_else(|_| place.agent_dir.to_path_buf());
     let render = |text: &str| -> Result<String, String> {
         if !text.contains("{{") && !text.contains("{%") {
             return Ok(text.to_string());
@@ -413,7 +419,7 @@ fn plan(
         env.render_str(
             text,
             minijinja::context! {
-                agent_dir => place.agent_dir.display().to_string(),
+                agent_dir => agent_dir.display().to_string(),
                 workspace => place.workspace.display().to_string(),
             },
         )
@@ -434,12 +440,31 @@ fn plan(
             expand(value, &place_name, place.read, secrets)?,
         ));
     }
+    // Where the model's processes may have written: never where the server starts
+    // from, nor where its program is looked up.
+    let writable = place.sandbox.map_or_else(
+        || vec![place.workspace.to_path_buf()],
+        crate::sandbox::Recipe::writable_folders,
+    );
     let cwd = match cwd {
         Some(cwd) => place.workspace.join(render(cwd)?),
-        None => place.workspace.to_path_buf(),
+        None => super::spawn::home(place.agent_dir, &connection.name, &writable),
     };
+    let program = crate::sandbox::program::resolve(
+        program,
+        &cwd,
+        std::env::var_os("PATH").as_deref(),
+        &writable,
+    )
+    .map_err(|why| format!("cannot start `{program}`: {why}"))?;
+    let program = program.into_os_string().into_string().map_err(|p| {
+        format!(
+            "cannot start `{}`: its path is not UTF-8",
+            p.to_string_lossy()
+        )
+    })?;
     Ok(Plan {
-        program: program.clone(),
+        program,
         args: args.to_vec(),
         env: vars,
         cwd,

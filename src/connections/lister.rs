@@ -156,12 +156,14 @@ fn sandbox_for(wanted: &Wanted<'_>) -> Result<Option<Recipe>, String> {
         .agent_dir
         .canonicalize()
         .unwrap_or_else(|_| wanted.agent_dir.to_path_buf());
-    Ok(Some(Recipe::new(
+    let mut recipe = Recipe::new(
         wanted.confinement.settings,
         wanted.confinement.agent_writable,
         &agent_dir,
         &workspace,
         None,
         false,
-    )))
+    );
+    recipe.definition = wanted.confinement.definition.to_vec();
+    Ok(Some(recipe))
 }

@@ -27,23 +27,57 @@ use server::Server;
 
 /// Builds the agent in `dir` (answered from the build cache when nothing changed),
 /// starting the servers of connections without a valid cached listing (all of them with
-/// `refresh`) to list their tools.
+/// `refresh`) to list their tools — unless a change the person has not seen stands in
+/// the way ([`reviewed`]).
 pub fn build(dir: &Path, refresh: bool) -> crate::compiler::Build {
-    build_after(dir, refresh, &[])
+    reviewed(dir, refresh, &[], None).0
+}
+
+/// [`build`] for sessions in `workspace` (`--workspace`), whose servers the build
+/// starts there, as the sessions will.
+pub fn build_in(dir: &Path, workspace: Option<&Path>) -> crate::compiler::Build {
+    reviewed(dir, false, &[], workspace).0
 }
 
 /// [`build`] after the files `touched` changed (see [`crate::compiler::build_after`]).
 pub fn build_after(dir: &Path, refresh: bool, touched: &[String]) -> crate::compiler::Build {
+    reviewed(dir, refresh, touched, None).0
+}
+
+/// The one way a build starts servers. What stands in the way of running anything of
+/// the definition ([`crate::review::unseen`]) is decided first; then no server starts,
+/// and the connections without a valid cached listing stay unlisted (the build is not
+/// kept in the cache), until the person has seen the change. An error deciding it
+/// starts nothing either.
+pub fn reviewed(
+    dir: &Path,
+    refresh: bool,
+    touched: &[String],
+    workspace: Option<&Path>,
+) -> (crate::compiler::Build, Option<crate::review::Pending>) {
+    let unseen = crate::review::held(dir, || {
+        crate::compiler::build(
+            dir,
+            &crate::tools::builtin::CATALOG,
+            crate::compiler::listing::Options::default(),
+        )
+        .manifest
+        .map(|m| m.inputs_hash)
+    });
     let lister = lister::BuildLister::default();
-    crate::compiler::build_after(
+    let build = crate::compiler::build_after(
         dir,
         &crate::tools::builtin::CATALOG,
         crate::compiler::listing::Options {
-            lister: Some(&lister),
+            lister: unseen
+                .is_none()
+                .then_some(&lister as &dyn crate::compiler::listing::Lister),
             refresh,
+            workspace,
         },
         touched,
-    )
+    );
+    (build, unseen)
 }
 
 /// The servers of one agent's session.

@@ -16,6 +16,9 @@ use crate::manifest::connection::{Connection, Transport};
 pub struct Report {
     pub build: Build,
     pub connections: Vec<Entry>,
+    /// Why no server was started: a change the person has not seen
+    /// ([`crate::review::unseen`]).
+    pub held: Option<crate::review::Pending>,
 }
 
 /// One connection.
@@ -58,13 +61,20 @@ pub struct ToolLine {
 
 /// Builds `dir` listing every server again, and reports on each connection.
 pub fn report(dir: &Path) -> Report {
+    // Nothing of a definition the person has not seen starts, as in every build.
+    let held = crate::review::held(dir, || {
+        compiler::compile(dir, &crate::tools::builtin::CATALOG)
+            .manifest
+            .map(|m| m.inputs_hash)
+    });
     let lister = BuildLister::default();
     let build = compiler::compile_with(
         dir,
         &crate::tools::builtin::CATALOG,
         listing::Options {
-            lister: Some(&lister),
+            lister: held.is_none().then_some(&lister as &dyn listing::Lister),
             refresh: true,
+            workspace: None,
         },
     );
     let records = lister.records();
@@ -81,7 +91,11 @@ pub fn report(dir: &Path) -> Report {
             )
         })
         .collect();
-    Report { build, connections }
+    Report {
+        build,
+        connections,
+        held,
+    }
 }
 
 fn entry(

@@ -83,6 +83,21 @@ fn cache_folder(agent_dir: &Path, name: &str) -> Option<PathBuf> {
     folder.canonicalize().ok()
 }
 
+/// Where a server starts when its file names no `cwd`: its own folder (the cache
+/// folder of [`confine`]), which no process of the model may write, or `/` when that
+/// folder lies in one of `writable` (the workspace is the home folder) or cannot be
+/// made. Not the workspace: `python3 -m MODULE`, `npx`, `uvx` and others load code and
+/// settings (`.npmrc`, `pyproject.toml`) from where they start.
+pub fn home(agent_dir: &Path, name: &str, writable: &[PathBuf]) -> PathBuf {
+    cache_folder(agent_dir, name)
+        .filter(|folder| {
+            !writable
+                .iter()
+                .any(|w| folder.starts_with(w.canonicalize().unwrap_or_else(|_| w.clone())))
+        })
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
 /// The command that starts a stdio server. Every server process eve starts is built here.
 pub fn command(plan: &Plan) -> crate::sandbox::Command {
     let mut command = crate::sandbox::Command::new(&plan.program, &plan.cwd);
@@ -96,6 +111,9 @@ pub fn command(plan: &Plan) -> crate::sandbox::Command {
         command.env("XDG_CACHE_HOME", cache);
         command.env("npm_config_cache", cache.join("npm"));
     }
+    // Python puts neither the current folder (`-m`, `-c`) nor the script's folder first
+    // on its import path, unless the server's `env` says otherwise.
+    command.env("PYTHONSAFEPATH", "1");
     for (name, value) in &plan.env {
         command.env(name, value);
     }
@@ -318,7 +336,7 @@ mod tests {
         assert!(names.contains(&"ONLY_THIS"), "{text}");
         for name in &names {
             assert!(
-                BASE_ENV.contains(name) || *name == "ONLY_THIS",
+                BASE_ENV.contains(name) || ["ONLY_THIS", "PYTHONSAFEPATH"].contains(name),
                 "the server saw `{name}`"
             );
         }

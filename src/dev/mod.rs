@@ -335,6 +335,7 @@ impl Dev {
             p.connections != self.active.connections
                 || p.agent.sandbox != self.active.agent.sandbox
                 || p.agent.workspace != self.active.agent.workspace
+                || p.executed != self.active.executed
         });
         if changed && let Some(old) = self.connections.take() {
             runtime.block_on(old.stop());
@@ -345,14 +346,8 @@ impl Dev {
             if let (Some(workspace), Some(agent_dir)) = (workspace, agent_dir) {
                 // The servers outlive a turn; each gets a sandbox of its own, made
                 // like the one each turn's tools get.
-                let recipe = crate::sandbox::Recipe::new(
-                    &self.active.agent.sandbox,
-                    self.active.agent.workspace.agent_writable,
-                    &agent_dir,
-                    &workspace,
-                    None,
-                    false,
-                );
+                let recipe =
+                    crate::sandbox::Recipe::of(&self.active, &agent_dir, &workspace, None, false);
                 self.connections = crate::connections::Connections::new(
                     &self.active,
                     &agent_dir,

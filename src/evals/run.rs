@@ -152,6 +152,7 @@ async fn drive(
         );
         let setup = Setup {
             sandbox,
+            executed: Arc::new(manifest.executed_paths()),
             max_steps: manifest.agent.limits.max_steps,
             hidden_env: providers::key_variables(&manifest),
             manifest,

@@ -73,6 +73,10 @@ pub struct Setup {
     pub stubs: Option<Arc<Stubs>>,
     /// The MCP servers whose tools the agent uses; `None` when it has none.
     pub connections: Option<Arc<Connections>>,
+    /// The entries of the top agent directory that commands run, relative to it
+    /// ([`Manifest::executed_paths`] of the top agent; a child agent keeps its
+    /// parent's): file tools keep them with the definition.
+    pub executed: Arc<Vec<String>>,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.

@@ -77,6 +77,7 @@ impl Spawner for ChildSpawner {
                 sandbox: self.setup.sandbox.clone(),
                 stubs: self.setup.stubs.clone(),
                 connections,
+                executed: self.setup.executed.clone(),
             };
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
             let started = child.start().await;
@@ -114,6 +115,7 @@ pub(super) fn tools_context(
         workspace: setup.workspace.clone(),
         agent_dir: setup.agent_dir.clone(),
         agent_writable: setup.manifest.agent.workspace.agent_writable,
+        executed: setup.executed.clone(),
         cancel: CancellationToken::new(),
         hidden_env: Arc::new(setup.hidden_env.clone()),
         state: state.clone(),

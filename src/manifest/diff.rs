@@ -41,7 +41,14 @@ pub fn summarize(old: &Manifest, new: &Manifest) -> String {
         ),
         (
             "connections",
-            named_changes(&old.connections, &new.connections, |c| &c.name),
+            named_changes(&old.connections, &new.connections, |c| &c.name)
+                .into_iter()
+                .map(|change| unconfined(change, new))
+                .collect(),
+        ),
+        (
+            "files",
+            named_changes(&old.executed, &new.executed, |e| &e.path),
         ),
     ] {
         if !changes.is_empty() {
@@ -67,6 +74,24 @@ pub fn summarize(old: &Manifest, new: &Manifest) -> String {
         parts.push("settings changed".into());
     }
     parts.join("; ")
+}
+
+/// A connection's change (`+helper`), saying when its server would run unconfined.
+fn unconfined(change: String, new: &Manifest) -> String {
+    let name = change.trim_start_matches(['+', '~', '-']);
+    let off = !change.starts_with('-')
+        && new.connections.iter().any(|c| {
+            c.name == name
+                && matches!(
+                    c.transport,
+                    super::connection::Transport::Stdio { sandbox: false, .. }
+                )
+        });
+    if off {
+        format!("{change} (sandbox = false)")
+    } else {
+        change
+    }
 }
 
 /// `workspace-write, network off, writable tmp, required`.

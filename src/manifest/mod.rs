@@ -25,8 +25,56 @@ pub struct Manifest {
     /// MCP servers whose tools the agent uses (their offered tools are in `tools`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connections: Vec<connection::Connection>,
-    /// SHA-256 of every input file (and of eve's version); a run rebuilds when it differs.
+    /// The entries of the agent directory its commands run (`servers` of
+    /// `{{ agent_dir }}/servers/stats.mjs`), each with the hash of its files: part of
+    /// the definition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub executed: Vec<Executed>,
+    /// SHA-256 of every input file, of the files its commands run, and of eve's version;
+    /// a run rebuilds when it differs.
     pub inputs_hash: String,
+}
+
+/// An entry of the agent directory that a command tool or a stdio connection runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Executed {
+    /// Relative to the agent directory that was built, with `/` (`servers`,
+    /// `subagents/x/scripts`).
+    pub path: String,
+    /// SHA-256 over the names and contents of its files.
+    pub hash: String,
+}
+
+impl Manifest {
+    /// The entries of the agent directory its commands and its subagents' commands run
+    /// (`servers`, `subagents/x/scripts`), relative to it: part of its definition.
+    pub fn executed_paths(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(manifest) = stack.pop() {
+            out.extend(manifest.executed.iter().map(|e| e.path.clone()));
+            stack.extend(manifest.subagents.iter().map(|s| s.manifest.as_ref()));
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The top-level names of [`Manifest::executed_paths`] that [`DEFINITION_ENTRIES`]
+    /// do not cover already (`servers`, `run.sh`): sessions keep them read-only like the
+    /// rest of the definition.
+    pub fn definition_entries(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .executed_paths()
+            .iter()
+            .filter_map(|path| path.split('/').next())
+            .filter(|top| !top.is_empty() && !DEFINITION_ENTRIES.contains(top))
+            .map(str::to_string)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
 }
 
 /// The agent's settings from `agent.toml`, defaults applied.

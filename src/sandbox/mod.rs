@@ -10,8 +10,10 @@
 //! through which every such process starts: the sandbox's launcher process (started
 //! at its first call, see `launcher.rs`) applies the policy.
 
+pub mod git;
 mod launcher;
 mod linux;
+pub mod program;
 mod session;
 #[cfg(target_os = "linux")]
 mod supervisor;
@@ -61,11 +63,22 @@ impl Policy {
                 .collect(),
             SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),
         };
-        let read_only = protected
+        let inside: Vec<&PathBuf> = protected
             .iter()
             .filter(|p| p.exists() && writable.iter().any(|w| p.starts_with(w)))
-            .cloned()
             .collect();
+        // A path beneath another read-only one is read-only already; binding it again
+        // would pin the folders between them, writable, over the outer bind.
+        let read_only = inside
+            .iter()
+            .filter(|p| !inside.iter().any(|q| q != *p && p.starts_with(q)))
+            .map(|p| (*p).clone())
+            .fold(Vec::new(), |mut out: Vec<PathBuf>, p| {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+                out
+            });
         Policy {
             mode,
             network,

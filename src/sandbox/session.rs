@@ -20,16 +20,15 @@ pub fn for_session(
     no_network: bool,
     support: &Support,
 ) -> Result<(Option<Arc<Sandbox>>, Vec<String>), String> {
-    Recipe::new(
-        &manifest.agent.sandbox,
-        manifest.agent.workspace.agent_writable,
-        agent_dir,
-        workspace,
-        mode,
-        no_network,
-    )
-    .prepare(&[], support)
+    Recipe::of(manifest, agent_dir, workspace, mode, no_network).prepare(&[], support)
 }
+
+/// The definition's folders a first file may appear in, which eve creates empty (and
+/// so keeps read-only) when they are missing and a process could otherwise make them.
+/// An empty folder is the same definition as none (the same inputs hash), and git does
+/// not track empty folders. `instructions/` is left out: beside `instructions.md` it
+/// makes the build fail, which the review records and nothing runs.
+const FIRST_FOLDERS: &[&str] = &["tools", "skills", "subagents", "connections", "evals"];
 
 /// Everything a sandbox is made from, kept so that more can be made like it: each MCP
 /// server gets its own, with its private cache folder writable besides.
@@ -41,9 +40,33 @@ pub struct Recipe {
     pub agent_writable: bool,
     pub agent_dir: PathBuf,
     pub workspace: PathBuf,
+    /// Entries of the agent directory its commands run (`servers`): part of its
+    /// definition, kept read-only with it.
+    pub definition: Vec<String>,
 }
 
 impl Recipe {
+    /// The recipe of a session of `manifest` (see [`Recipe::new`]), its commands' files
+    /// part of the definition.
+    pub fn of(
+        manifest: &Manifest,
+        agent_dir: &Path,
+        workspace: &Path,
+        mode: Option<SandboxMode>,
+        no_network: bool,
+    ) -> Recipe {
+        let mut recipe = Recipe::new(
+            &manifest.agent.sandbox,
+            manifest.agent.workspace.agent_writable,
+            agent_dir,
+            workspace,
+            mode,
+            no_network,
+        );
+        recipe.definition = manifest.definition_entries();
+        recipe
+    }
+
     /// The recipe of `settings` for an agent in `agent_dir` working in `workspace`,
     /// with `--sandbox` (`mode`) and `--no-network` applied.
     pub fn new(
@@ -62,7 +85,22 @@ impl Recipe {
             agent_writable,
             agent_dir: agent_dir.to_path_buf(),
             workspace: workspace.to_path_buf(),
+            definition: Vec::new(),
         }
+    }
+
+    /// Where the model's processes may have written, whatever this session's mode: the
+    /// workspace and the `[sandbox] writable` folders. Programs are never looked up in
+    /// them ([`super::program::resolve`]).
+    pub fn writable_folders(&self) -> Vec<PathBuf> {
+        std::iter::once(self.workspace.clone())
+            .chain(
+                self.settings
+                    .writable
+                    .iter()
+                    .map(|w| self.workspace.join(w)),
+            )
+            .collect()
     }
 
     /// Prepares a sandbox with `extra` folders writable besides the usual ones (absolute,
@@ -85,18 +123,11 @@ impl Recipe {
                 .map_err(|e| format!("`[sandbox] writable` folder `{}`: {e}", path.display()))?;
             writable.push(real);
         }
+        let git_writable = writable
+            .iter()
+            .any(|w| w.starts_with(self.workspace.join(".git")));
         writable.extend(extra.iter().cloned());
-        let agent_dir = &self.agent_dir;
-        let mut protected = vec![agent_dir.join(crate::manifest::STATE_DIR)];
-        if !self.agent_writable {
-            protected.extend(
-                crate::manifest::DEFINITION_ENTRIES
-                    .iter()
-                    .map(|entry| agent_dir.join(entry)),
-            );
-        }
-        protected.push(self.workspace.join(".git/config"));
-        protected.push(self.workspace.join(".git/hooks"));
+        let protected = self.protected(mode, &writable, git_writable);
         let temp = super::temp_folder();
         let policy = Policy::new(
             mode,
@@ -110,6 +141,45 @@ impl Recipe {
         sandbox.recipe = Some(self.clone());
         let warnings = sandbox.warnings();
         Ok((Some(Arc::new(sandbox)), warnings))
+    }
+
+    /// What stays read-only wherever it lies beneath the `writable` folders: the agent's
+    /// `.eve/`; its definition (the fixed entries and the files its commands run) unless
+    /// the author lets the agent change it; and what git reads as configuration or runs
+    /// ([`super::git::protected`]). A first folder of the definition that a process
+    /// could create is created empty first, so that it is kept read-only too.
+    fn protected(
+        &self,
+        mode: SandboxMode,
+        writable: &[PathBuf],
+        git_writable: bool,
+    ) -> Vec<PathBuf> {
+        let agent_dir = &self.agent_dir;
+        let mut protected = vec![agent_dir.join(crate::manifest::STATE_DIR)];
+        if !self.agent_writable {
+            let inside = mode == SandboxMode::WorkspaceWrite
+                && std::iter::once(&self.workspace)
+                    .chain(writable)
+                    .any(|w| agent_dir.starts_with(w));
+            if inside {
+                for folder in FIRST_FOLDERS {
+                    let path = agent_dir.join(folder);
+                    if std::fs::symlink_metadata(&path).is_err() {
+                        // Best effort: one that cannot be made is recorded by the review.
+                        let _ = std::fs::create_dir(&path);
+                    }
+                }
+            }
+            protected.extend(
+                crate::manifest::DEFINITION_ENTRIES
+                    .iter()
+                    .copied()
+                    .chain(self.definition.iter().map(String::as_str))
+                    .map(|entry| agent_dir.join(entry)),
+            );
+        }
+        protected.extend(super::git::protected(&self.workspace, git_writable));
+        protected
     }
 }
 
@@ -182,6 +252,43 @@ mod tests {
             .unwrap();
         assert_eq!(bash.reason, reason);
         assert!(registry.names().contains(&"read_file".to_string()));
+    }
+
+    #[test]
+    fn the_git_directory_and_the_definitions_first_folders_stay_read_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git/objects")).unwrap();
+        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+        let agent_dir = ws.join("agent");
+        std::fs::create_dir_all(agent_dir.join("servers")).unwrap();
+        let read_only = |writable: &[&str]| {
+            let settings = SandboxSettings {
+                writable: writable.iter().map(|w| w.to_string()).collect(),
+                ..SandboxSettings::default()
+            };
+            let mut recipe = Recipe::new(&settings, false, &agent_dir, &ws, None, false);
+            recipe.definition = vec!["servers".into()];
+            let (sandbox, _) = recipe.prepare(&[], &Support::NONE).unwrap();
+            sandbox.unwrap().policy.read_only.clone()
+        };
+        let all = read_only(&[]);
+        assert!(all.contains(&ws.join(".git")), "{all:?}");
+        assert!(
+            !all.contains(&ws.join(".git/config")),
+            "inside `.git` already"
+        );
+        assert!(all.contains(&agent_dir.join("servers")), "{all:?}");
+        // The folders a first tool or connection would go in exist now, read-only.
+        for folder in FIRST_FOLDERS {
+            assert!(agent_dir.join(folder).is_dir(), "{folder}");
+            assert!(all.contains(&agent_dir.join(folder)), "{folder}");
+        }
+        assert!(!agent_dir.join("instructions").exists());
+        // The author made `.git` writable: its configuration stays read-only.
+        let opted = read_only(&[".git"]);
+        assert!(!opted.contains(&ws.join(".git")), "{opted:?}");
+        assert!(opted.contains(&ws.join(".git/config")), "{opted:?}");
     }
 
     #[test]

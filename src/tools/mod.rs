@@ -65,6 +65,9 @@ pub struct ToolContext {
     /// directory is inside the workspace (`[workspace] agent_writable`); its `.eve/` is
     /// never readable or writable.
     pub agent_writable: bool,
+    /// The entries of the top agent directory its commands run, relative to it
+    /// ([`crate::manifest::Manifest::executed_paths`]): part of its definition.
+    pub executed: Arc<Vec<String>>,
     /// Cancelled when the turn is aborted: running processes are killed.
     pub cancel: CancellationToken,
     /// Environment variables removed from every process a tool starts (provider API keys).
@@ -93,6 +96,7 @@ impl ToolContext {
             workspace: real(workspace),
             agent_dir: real(agent_dir),
             agent_writable: false,
+            executed: Arc::new(Vec::new()),
             cancel: CancellationToken::new(),
             hidden_env: Arc::new(Vec::new()),
             state: Arc::new(state::SessionState::default()),
@@ -122,9 +126,12 @@ impl ToolContext {
         .map_err(ToolOutput::error)
     }
 
-    /// What file tools may do with the agent's own files.
+    /// What file tools may do with the agent's own files and the repository's.
     pub fn policy(&self) -> workspace::Policy {
-        workspace::Policy::new(&self.agent_dir, self.agent_writable)
+        let mut policy = workspace::Policy::new(&self.agent_dir, self.agent_writable);
+        policy.executed = self.executed.to_vec();
+        policy.git = crate::sandbox::git::protected(&self.workspace, false);
+        policy
     }
 
     /// A path for messages to the model: relative to the workspace.

@@ -49,6 +49,12 @@ pub struct Policy {
     /// Whether the agent's own definition may be written (`[workspace] agent_writable`);
     /// the definitions of the agents above it never are.
     pub agent_writable: bool,
+    /// The entries the commands run (`servers`, `subagents/x/scripts`), relative to the
+    /// top agent directory (the last of `agents`): part of the definition too.
+    pub executed: Vec<String>,
+    /// What git reads as configuration or runs, besides any `.git` (a folder a `.git`
+    /// file names, a submodule's folder while it is empty): never written.
+    pub git: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -73,6 +79,8 @@ impl Policy {
         Policy {
             agents,
             agent_writable,
+            executed: Vec::new(),
+            git: Vec::new(),
         }
     }
 
@@ -182,6 +190,11 @@ fn open_in(
     {
         return Err(format!(
             "`{given}` is inside a git repository's `.git` (its config, hooks and objects): file tools never change it, since a changed config or hook makes the next `git` command run a program; use git commands instead"
+        ));
+    }
+    if access == Access::Write && policy.git.iter().any(|g| path.starts_with(g)) {
+        return Err(format!(
+            "`{given}` is part of a git repository's own files (the git directory a `.git` file names, or a submodule's folder): file tools never change them, since git would read what they hold as its configuration"
         ));
     }
     if let Some(hit) = guarded(policy, &opened, &found) {
@@ -354,7 +367,32 @@ fn guarded(policy: &Policy, root: &Root, found: &Found) -> Option<Hit> {
             (agent, names)
         }
     };
-    let kind = classify(names.first()?)?;
+    // The path from the top agent directory, for the entries its commands run.
+    let top = policy.agents.last()?;
+    let from_top: Vec<String> = policy.agents[agent]
+        .path
+        .strip_prefix(&top.path)
+        .ok()
+        .map(|rest| {
+            rest.iter()
+                .map(|n| n.to_string_lossy().into_owned())
+                .chain(names.iter().map(|n| n.to_string_lossy().into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let executed = policy.executed.iter().any(|entry| {
+        let parts: Vec<&str> = entry.split('/').collect();
+        from_top.len() >= parts.len()
+            && parts
+                .iter()
+                .zip(&from_top)
+                .all(|(a, b)| a.eq_ignore_ascii_case(b))
+    });
+    let kind = match classify(names.first()?) {
+        Some(kind) => kind,
+        None if executed => Guarded::Definition,
+        None => return None,
+    };
     let inside = names
         .iter()
         .map(|n| n.to_string_lossy())
@@ -678,6 +716,39 @@ mod tests {
 
         let allowed = agent_fixture(true);
         assert!(resolve_in(&allowed, "my-agent/tools/bash.toml", Access::Write).is_ok());
+    }
+
+    #[test]
+    fn what_the_commands_run_and_the_git_directory_a_git_file_names_are_not_written() {
+        let mut f = agent_fixture(false);
+        std::fs::create_dir_all(f.root.join("my-agent/servers")).unwrap();
+        std::fs::create_dir_all(f.root.join("my-agent/subagents/x/scripts")).unwrap();
+        f.policy.executed = vec!["servers".into(), "subagents/x/scripts".into()];
+        std::fs::create_dir_all(f.root.join("gitdata")).unwrap();
+        std::fs::write(f.root.join(".git"), "gitdir: gitdata\n").unwrap();
+        f.policy.git = crate::sandbox::git::protected(&f.root, false);
+        for path in [
+            "my-agent/servers/stats.mjs",
+            "my-agent/Servers/new.mjs",
+            "alias/servers",
+        ] {
+            assert!(
+                err(&f, path).contains("part of the agent's own definition"),
+                "{path}"
+            );
+        }
+        let sub = Policy {
+            executed: f.policy.executed.clone(),
+            ..Policy::new(&f.root.join("my-agent/subagents/x"), false)
+        };
+        for path in ["my-agent/subagents/x/scripts/a.py", "my-agent/servers/a"] {
+            let e = resolve(&f.root, &[], &sub, path, Access::Write).unwrap_err();
+            assert!(e.contains("definition"), "{path}: {e}");
+        }
+        assert!(resolve_in(&f, "my-agent/serversx", Access::Write).is_ok());
+        let e = err(&f, "gitdata/config");
+        assert!(e.contains("part of a git repository's own files"), "{e}");
+        assert!(resolve_in(&f, "gitdata/config", Access::Read).is_ok());
     }
 
     #[test]

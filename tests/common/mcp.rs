@@ -23,9 +23,39 @@ pub fn test_server() -> PathBuf {
     server
 }
 
-/// PATH with the examples folder first, so `command = ["mcp-test-server"]` works.
+/// A folder outside the repository holding a copy of the test server. eve never looks
+/// a program up in a folder of PATH inside the workspace, and the tests' workspace is
+/// often the folder they run in, the repository, which holds `target/`.
+fn server_folder() -> PathBuf {
+    static FOLDER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FOLDER
+        .get_or_init(|| {
+            let server = test_server();
+            let bytes = std::fs::read(&server).unwrap();
+            let digest = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+            });
+            let folder = std::env::temp_dir().join(format!("eve-test-server-{digest:016x}"));
+            let name = server.file_name().unwrap();
+            if !folder.join(name).is_file() {
+                std::fs::create_dir_all(&folder).unwrap();
+                // A copy by another test process may be under way: write beside, rename.
+                let partial = folder.join(format!(
+                    ".{}.{}",
+                    std::process::id(),
+                    name.to_string_lossy()
+                ));
+                std::fs::copy(&server, &partial).unwrap();
+                std::fs::rename(&partial, folder.join(name)).unwrap();
+            }
+            folder
+        })
+        .clone()
+}
+
+/// PATH with the test server first, so `command = ["mcp-test-server"]` works.
 pub fn path_with_server() -> std::ffi::OsString {
-    let mut paths = vec![examples_dir()];
+    let mut paths = vec![server_folder()];
     if let Some(path) = std::env::var_os("PATH") {
         paths.extend(std::env::split_paths(&path));
     }
