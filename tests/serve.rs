@@ -1190,3 +1190,40 @@ fn a_tool_file_the_model_adds_while_served_is_recorded_and_the_next_start_needs_
     let server = Served::start(dir.path(), &[], &[]);
     assert_eq!(server.call("GET", "/eve/v1/health", None).status, 200);
 }
+
+#[test]
+fn a_file_that_breaks_the_check_after_a_served_turn_cannot_hide_a_change_beside_it() {
+    // A real change (a first read_file tool) and, next to it, a file whose last line
+    // ends in a bare `\r` and draws a diagnostic there: the check after the turn once
+    // stopped on it, recorded nothing, and the server removed its marker at SIGTERM.
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: \"mkdir tools && printf 'approval = \\\"never\\\"\\\\n' > tools/read_file.toml && printf 'description = \\\\r' > tools/zz.toml && echo added\"}}]\n- text: Added a tool.\n",
+        &[],
+    );
+    std::fs::remove_dir(dir.path().join("tools")).unwrap();
+    std::fs::write(
+        dir.path().join("agent.toml"),
+        "name = \"served\"\nmodel = \"scripted:replies.yaml\"\n[workspace]\nroot = \".\"\n",
+    )
+    .unwrap();
+    let mut server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Give yourself a tool");
+    server.wait_for(&id, "idle");
+    assert!(dir.path().join("tools/zz.toml").is_file());
+    server.terminate();
+    let stderr = server.stderr();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let recorded = std::fs::read_to_string(dir.path().join(".eve/agent-changes.json"))
+        .unwrap_or_else(|_| panic!("the change is recorded:\n{stderr}"));
+    assert!(recorded.contains("no longer builds"), "{recorded}");
+
+    let restarted = common::eve()
+        .current_dir(dir.path())
+        .args(["serve", ".", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&restarted.stderr);
+    assert_ne!(restarted.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("tools/zz.toml:1:15"), "{stderr}");
+}

@@ -104,6 +104,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             dir,
             config,
             options,
+            running,
             |ready, warnings| {
                 for warning in warnings {
                     eprintln!("warning: {warning}");
@@ -118,7 +119,6 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             },
         ));
         runtime.shutdown_timeout(Duration::from_secs(1));
-        running.end();
         return match served {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(message) => {
@@ -130,7 +130,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // Until the last check of the agent's definition: a killed server leaves this for the
     // next start.
     let running = crate::review::Running::start(dir, &manifest)?;
-    let served = runtime.block_on(serve::serve(manifest, dir, config, |addr, warnings| {
+    let served = runtime.block_on(serve::serve(manifest, dir, config, running, |addr, warnings| {
         for warning in warnings {
             eprintln!("warning: {warning}");
         }
@@ -140,7 +140,6 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     }));
     // Turns that were cancelled may leave blocking work behind; none of it is waited for.
     runtime.shutdown_timeout(Duration::from_secs(1));
-    running.end();
     match served {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(message) => {

@@ -91,11 +91,13 @@ pub struct State {
 }
 
 /// Serves `manifest`, built from `agent_dir`, until SIGTERM or Ctrl-C. `ready` gets the
-/// address it listens on once it does.
+/// address it listens on once it does. `running` is the server's marker: it ends with
+/// the last check of the agent's definition, unless a check failed.
 pub async fn serve(
     manifest: Manifest,
     agent_dir: &Path,
     config: Config,
+    running: crate::review::Running,
     ready: impl FnOnce(SocketAddr, &[String]),
 ) -> Result<(), String> {
     check_addr(&config.addr, config.token.is_some())?;
@@ -114,7 +116,7 @@ pub async fn serve(
         shutdown: CancellationToken::new(),
         abort: CancellationToken::new(),
         tasks: TaskTracker::new(),
-        changes: Arc::default(),
+        changes: Arc::new(changes::Changes::new(running)),
         restate: None,
         config,
     });
@@ -166,6 +168,7 @@ pub async fn serve(
     // The last turns may have ended after the checker stopped.
     let _ = checker.await;
     state.changes.check(&state.agent_dir, &state.manifest).await;
+    state.changes.end();
     match server.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),

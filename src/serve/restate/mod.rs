@@ -73,6 +73,7 @@ pub async fn serve(
     agent_dir: &Path,
     config: Config,
     restate: Restate,
+    running: crate::review::Running,
     ready: impl FnOnce(&Ready, &[String]),
 ) -> Result<(), String> {
     super::check_addr(&config.addr, config.token.is_some())?;
@@ -86,6 +87,7 @@ pub async fn serve(
         manifest.clone(),
         agent_dir.clone(),
         config.options.clone(),
+        Arc::new(super::changes::Changes::new(running)),
     ));
     let options = ServiceOptions::new()
         // A tool call may run for long without a word to Restate: it must not be taken
@@ -180,6 +182,7 @@ pub async fn serve(
         .changes
         .check(&state.agent_dir, &state.manifest)
         .await;
+    worker.changes.end();
     match front.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),
