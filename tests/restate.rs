@@ -356,6 +356,69 @@ fn a_parked_question_is_answered_through_the_other_worker() {
 }
 
 #[test]
+fn an_answer_posted_the_moment_the_stream_says_the_turn_waits_is_taken() {
+    // Plain `eve serve` once refused an answer sent the moment the stream said the
+    // turn waits (its job still held the session); a Restate worker must take it too:
+    // the session's state says it waits in the same batch as the parked turn's lines.
+    let rounds = 6;
+    let mut replies = Vec::new();
+    for round in 0..rounds {
+        replies.push(Reply::Sse(anthropic_reply(
+            "",
+            &[(
+                &format!("toolu_q{round}"),
+                "ask_question",
+                json!({"question": "Which color?", "options": ["red", "blue"]}),
+            )],
+            1,
+        )));
+        replies.push(text("Blue it is."));
+    }
+    let Some(cluster) = Cluster::start(
+        "an_answer_posted_the_moment_the_stream_says_the_turn_waits_is_taken",
+        replies,
+        &[ASK],
+        &[&[]],
+    ) else {
+        return;
+    };
+    let worker = &cluster.workers[0];
+    for round in 0..rounds {
+        let wanted = ["input.requested", "turn.waiting"][round % 2];
+        let id = worker.create("Paint it");
+        let requested = worker.first_line(&id, "input.requested");
+        let request_id = requested["data"]["request"]["request_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if wanted != "input.requested" {
+            worker.first_line(&id, wanted);
+        }
+        let answered = worker.call(
+            "POST",
+            &format!("/eve/v1/session/{id}"),
+            Some(
+                &json!({"inputResponses": [{"requestId": request_id, "optionId": "blue"}]})
+                    .to_string(),
+            ),
+        );
+        assert_eq!(
+            answered.status, 202,
+            "round {round}, posted after `{wanted}`: {:?}",
+            answered.body
+        );
+        worker.wait_for(&id, "idle");
+        let lines = worker.stream(&id, "");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["type"] == "turn.completed" && l["data"]["result"] == "Blue it is."),
+            "round {round}: {lines:?}"
+        );
+    }
+}
+
+#[test]
 fn two_sessions_run_at_once_on_two_workers() {
     let replies = vec![
         call("toolu_w1", "wait"),

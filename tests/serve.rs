@@ -1227,3 +1227,55 @@ fn a_file_that_breaks_the_check_after_a_served_turn_cannot_hide_a_change_beside_
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains("tools/zz.toml:1:15"), "{stderr}");
 }
+
+#[test]
+fn an_answer_posted_the_moment_the_stream_says_the_turn_waits_is_taken() {
+    // The stream says `input.requested`, `turn.waiting`, `session.waiting` a moment
+    // before the job that parks the turn lets go of the session: an answer sent right
+    // away was once refused with 409 session_busy.
+    let dir = agent(
+        "- tool_calls: [{name: bash, input: {command: echo approved-and-ran}}]\n- text: Done.\n",
+        &[("bash", "approval = \"always\"\n")],
+    );
+    let server = Served::start(dir.path(), &["--max-sessions", "100"], &[]);
+    for round in 0..24 {
+        let wanted = ["input.requested", "turn.waiting", "session.waiting"][round % 3];
+        let id = server.create("Run it");
+        let requested = server.first_line(&id, "input.requested");
+        let request_id = requested["data"]["request"]["request_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{requested}"))
+            .to_string();
+        if wanted != "input.requested" {
+            server.first_line(&id, wanted);
+        }
+        let answered = server.call(
+            "POST",
+            &format!("/eve/v1/session/{id}"),
+            Some(
+                &json!({"inputResponses": [{"requestId": request_id, "optionId": "approve"}]})
+                    .to_string(),
+            ),
+        );
+        assert_eq!(
+            answered.status, 202,
+            "round {round}, posted after `{wanted}`: {:?}",
+            answered.body
+        );
+        server.wait_for(&id, "idle");
+        let lines = server.stream(&id, "?startIndex=0");
+        let result = lines.iter().find(|l| l["type"] == "action.result").unwrap();
+        assert!(
+            result["data"]["output"]
+                .as_str()
+                .is_some_and(|o| o.contains("approved-and-ran")),
+            "round {round}: {result}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["type"] == "turn.completed" && l["data"]["result"] == "Done."),
+            "round {round}: {lines:?}"
+        );
+    }
+}

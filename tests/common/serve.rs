@@ -268,6 +268,43 @@ impl Served {
             .collect()
     }
 
+    /// Follows the stream of session `id` from its start and returns the first line
+    /// whose `type` is `wanted`, as soon as it has arrived (the stream stays open
+    /// until then; nothing after it is read).
+    pub fn first_line(&self, id: &str, wanted: &str) -> Value {
+        use std::io::{Read, Write};
+        let addr = self.url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .unwrap();
+        let head = format!(
+            "GET /eve/v1/session/{id}/stream HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut body_at = None;
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            assert!(n > 0, "the stream ended before a `{wanted}` line");
+            raw.extend_from_slice(&buf[..n]);
+            if body_at.is_none() {
+                body_at = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
+            }
+            let Some(at) = body_at else { continue };
+            // Chunk framing aside, the body is NDJSON: look at each whole line.
+            let text = String::from_utf8_lossy(&raw[at..]).into_owned();
+            for line in text.lines().filter(|l| l.starts_with('{')) {
+                if let Ok(value) = serde_json::from_str::<Value>(line)
+                    && value["type"] == wanted
+                {
+                    return value;
+                }
+            }
+        }
+    }
+
     /// The session's entry in `GET /eve/v1/sessions`.
     pub fn session(&self, id: &str) -> Value {
         let answer = self.call("GET", "/eve/v1/sessions?limit=1000", None);
