@@ -482,6 +482,19 @@ fn a_restate_worker_keeps_the_api_checks_and_refuses_bad_input() {
         None,
     );
     assert_eq!(status, 403);
+    // Without EVE_SERVE_TOKEN the worker made a token: a caller of this machine without
+    // it (a tool of one of its sessions) is refused like any other.
+    for (method, path, body) in [
+        ("GET", "/eve/v1/sessions", None),
+        ("POST", "/eve/v1/session", Some(r#"{"message":"hi"}"#)),
+    ] {
+        let answer = worker.anonymous(method, path, body, &[]);
+        assert_eq!(
+            (answer.status, answer.body["code"].as_str()),
+            (401, Some("unauthorized")),
+            "{method} {path}"
+        );
+    }
     // A browser page of another origin may not start a session.
     let (status, _, body) = request(
         &worker.url,
@@ -537,8 +550,7 @@ fn a_restate_worker_keeps_the_api_checks_and_refuses_bad_input() {
     assert_eq!(listed.body["sessions"], json!([]), "no session was created");
     let id = worker.create("Say hi");
     worker.wait_for(&id, "idle");
-    let (status, headers, _) = request(
-        &worker.url,
+    let (status, headers, _) = worker.request(
         "GET",
         &format!("/eve/v1/session/{id}/stream?startIndex=-2"),
         &[],
@@ -620,7 +632,12 @@ fn a_worker_with_a_token_needs_it_and_refuses_an_open_endpoint_without_a_key() {
         "{}",
         worker.stderr()
     );
-    assert_eq!(worker.call("GET", "/eve/v1/sessions", None).status, 401);
+    assert_eq!(
+        worker
+            .anonymous("GET", "/eve/v1/sessions", None, &[])
+            .status,
+        401
+    );
     let with = worker.call_with(
         "GET",
         "/eve/v1/sessions",

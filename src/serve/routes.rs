@@ -34,6 +34,7 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/page.js", get(page::script))
         .route("/page.css", get(page::style))
         .route("/eve/v1/health", get(health))
+        .route("/eve/v1/login", post(page::login))
         .route("/eve/v1/info", get(info))
         .route("/eve/v1/sessions", get(list))
         .route("/eve/v1/session", post(create))
