@@ -71,7 +71,8 @@ impl SourceFile {
         // line's end, never past it.
         let start = start.min(line.end);
         let column = self.chars_before(start) - self.chars_before(line.start) + 1;
-        let end = span.end.clamp(start, line.end.max(start));
+        // The end is clamped to the line and, like the start, to a character boundary.
+        let end = floor_char_boundary(&self.text, span.end.clamp(start, line.end.max(start)));
         let (excerpt, excerpt_column, width) = excerpt(
             &self.text[line.clone()],
             start - line.start,
