@@ -9,7 +9,8 @@ fn main() -> ExitCode {
     match eve::commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // The error may quote foreign text (a file name, a server's answer).
+            eprintln!("error: {}", eve::text::for_terminal(&format!("{err:#}")));
             ExitCode::FAILURE
         }
     }

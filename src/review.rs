@@ -79,31 +79,48 @@ pub fn acted(event: &crate::protocol::Event) -> bool {
 /// Whether processes ran beside a session of `ran` on their own — the connections'
 /// servers, top level or in a subagent — so that a run that called no tool could still
 /// have changed the agent's definition. A run that called no tool and started no
-/// server cannot have, and need not pay for the build [`after_run`] makes.
+/// server cannot have, and need not pay for the build [`Running::check`] makes.
 pub fn runs_servers(ran: &Manifest) -> bool {
     !ran.connections.is_empty() || ran.subagents.iter().any(|s| runs_servers(&s.manifest))
 }
 
 /// After a run of `ran` (built from `agent_dir`): records and returns what changed, if
 /// the directory now builds to something else. A definition that no longer builds is a
-/// change too.
-pub fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pending>> {
-    let build = crate::compiler::build(
-        agent_dir,
-        &crate::tools::builtin::CATALOG,
-        crate::compiler::listing::Options::default(),
-    );
-    let summary = match &build.manifest {
-        Some(now) if now.inputs_hash == ran.inputs_hash => return Ok(None),
-        Some(now) => {
-            let summary = summarize(ran, now);
-            if summary.is_empty() {
-                "files of the definition changed".to_string()
-            } else {
-                summary
+/// change too, and so is one eve could not check: the check fails closed, so a file
+/// that makes the build stop (a bug the model found) cannot hide a change beside it.
+fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pending>> {
+    after_build(agent_dir, ran, || {
+        crate::compiler::build(
+            agent_dir,
+            &crate::tools::builtin::CATALOG,
+            crate::compiler::listing::Options::default(),
+        )
+    })
+}
+
+/// [`after_run`] with the build `build` makes.
+fn after_build(
+    agent_dir: &Path,
+    ran: &Manifest,
+    build: impl FnOnce() -> crate::compiler::Build,
+) -> std::io::Result<Option<Pending>> {
+    let summary = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(build)) {
+        Ok(build) => match &build.manifest {
+            Some(now) if now.inputs_hash == ran.inputs_hash => return Ok(None),
+            Some(now) => {
+                let summary = summarize(ran, now);
+                if summary.is_empty() {
+                    "files of the definition changed".to_string()
+                } else {
+                    summary
+                }
             }
-        }
-        None => "the definition no longer builds".to_string(),
+            None => "the definition no longer builds".to_string(),
+        },
+        Err(panic) => format!(
+            "eve could not check the definition (its build stopped unexpectedly: {}), so it counts as changed",
+            panic_message(panic.as_ref())
+        ),
     };
     // A change already waiting keeps its starting point: everything since then is new.
     let before = pending(agent_dir)?.map_or_else(|| ran.inputs_hash.clone(), |p| p.before);
@@ -112,14 +129,27 @@ pub fn after_run(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pen
     Ok(Some(change))
 }
 
+/// What a panic said, on one short line.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    crate::text::shorten(&text.split_whitespace().collect::<Vec<_>>().join(" "), 200)
+}
+
 /// A run in progress, as `.eve/running/<pid>.json` says: which definition it runs. The
-/// check after a run ([`after_run`]) happens only when eve ends normally; an eve that
+/// check after a run ([`Running::check`]) happens only when eve ends normally; an eve that
 /// is killed first (a process it started signalled it, the out-of-memory killer) leaves
 /// this marker behind, and the next start compares ([`recover`]).
 #[derive(Debug)]
 pub struct Running {
     dir: crate::statedir::StateDir,
     name: String,
+    /// A check could not be made or recorded: the marker stays when the run ends, so
+    /// the next start counts a change ([`recover`]).
+    unchecked: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -164,6 +194,7 @@ impl Running {
         let running = Running {
             dir,
             name: format!("{}.json", std::process::id()),
+            unchecked: std::sync::atomic::AtomicBool::new(false),
         };
         running.now_runs(ran)?;
         Ok(running)
@@ -183,9 +214,30 @@ impl Running {
         self.dir.write(&self.name, text.as_bytes())
     }
 
-    /// The run ended and its check was made.
+    /// The check after a run or a turn of `ran`, built from `agent_dir`: records and
+    /// returns what changed. Every caller's check is this one, and it fails closed: a
+    /// build that stops is a change, recorded; a change that cannot be recorded keeps
+    /// the marker when the run ends, so the next start records it.
+    pub fn check(&self, agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pending>> {
+        let checked = after_run(agent_dir, ran);
+        if checked.is_err() {
+            self.keep();
+        }
+        checked
+    }
+
+    /// A check could not be made: the marker stays when the run ends.
+    pub fn keep(&self) {
+        self.unchecked
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The run ended. Its marker goes, unless a check failed ([`Running::check`]): then
+    /// it stays for the next start, as a kill leaves it.
     pub fn end(self) {
-        let _ = self.dir.remove(&self.name);
+        if !self.unchecked.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = self.dir.remove(&self.name);
+        }
     }
 }
 
@@ -350,6 +402,40 @@ mod tests {
         std::fs::write(dir.join(".eve/running").join("1.json"), "{not json").unwrap();
         recover(dir, "sha256:new").unwrap();
         assert!(pending(dir).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_check_whose_build_stops_counts_as_a_change_and_one_not_recorded_keeps_the_marker() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(dir.join("agent.toml"), "model = \"openai/gpt-4.1\"\n").unwrap();
+        std::fs::write(dir.join("instructions.md"), "Hi.").unwrap();
+        let ran = crate::compiler::compile(dir, &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
+        let recorded = after_build(dir, &ran, || panic!("a file the model wrote"))
+            .unwrap()
+            .unwrap();
+        assert!(
+            recorded.summary.contains("could not check")
+                && recorded.summary.contains("a file the model wrote"),
+            "{}",
+            recorded.summary
+        );
+        assert_eq!(pending(dir).unwrap(), Some(recorded));
+        accept(dir).unwrap();
+        // The change cannot be recorded (something else stands at the record's name):
+        // the check is an error, and the run's marker outlives it.
+        let running = Running::start(dir, &ran).unwrap();
+        std::fs::write(dir.join("instructions.md"), "Changed.").unwrap();
+        std::fs::create_dir_all(dir.join(".eve/agent-changes.json/x")).unwrap();
+        assert!(running.check(dir, &ran).is_err());
+        running.end();
+        assert_eq!(
+            std::fs::read_dir(dir.join(".eve/running")).unwrap().count(),
+            1,
+            "the marker stays for the next start"
+        );
     }
 
     #[test]

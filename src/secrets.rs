@@ -69,6 +69,17 @@ fn set_vars(wanted: &dyn Fn(&str) -> bool) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `bytes` random bytes from the operating system's generator, as lowercase hex: a
+/// secret no one can guess (a server's token, a one-time login code).
+pub fn random_hex(bytes: usize) -> Result<String, String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut buf))
+        .map_err(|e| format!("cannot read random bytes from /dev/urandom: {e}"))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// No core dumps, no same-user reads of eve's memory or `/proc` files.
 fn harden() {
     #[cfg(target_os = "linux")]

@@ -46,14 +46,42 @@ pub fn userinfo(url: &str) -> Option<&str> {
 }
 
 /// Whether `c` would act on a terminal instead of being shown: C0 controls other than
-/// newline and tab (ESC starts every escape sequence), DEL, C1 controls, and the
-/// bidirectional controls that reorder what a person reads.
+/// newline and tab (ESC starts every escape sequence), DEL, C1 controls, the line and
+/// paragraph separators, and every invisible formatting character (Unicode's `Cf`):
+/// the bidirectional controls that reorder what a person reads, zero-width spaces and
+/// joiners, the byte order mark, tag characters.
 fn acts(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
-        || matches!(
-            c,
-            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        )
+        || matches!(c, '\u{2028}' | '\u{2029}')
+        || is_format(c)
+}
+
+/// Unicode's `Cf` (format) characters, as of Unicode 16.
+fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61c}'
+            | '\u{6dd}'
+            | '\u{70f}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8e2}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
+    )
 }
 
 /// `text` with every acting character replaced by its `\u{…}` escape.

@@ -1216,3 +1216,32 @@ fn a_server_killed_between_calls_fails_the_next_call_and_the_one_after_restarts_
         [("t__echo".into(), "echo: three".into(), false)]
     );
 }
+
+#[test]
+fn invisible_and_bidi_characters_in_a_servers_tool_names_never_reach_the_terminal_raw() {
+    // A hostile server lists names that read differently than they are (a right-to-left
+    // override, a zero-width space); the connection file quotes one in `allow` too.
+    let agent = Agent::new(
+        &[(
+            "t",
+            "command = [\"mcp-test-server\"]\nenv = { MCP_TEST_EXTRA = \"run\\u202Egnp.exe,ok\\u200Bname,dot.ted\" }\n[tools]\nallow = [\"echo\", \"dot.ted\", \"rm\\u2066x\"]\n",
+        )],
+        "[]",
+    );
+    let output = agent.build(&[]);
+    let text = stderr(&output);
+    for raw in ['\u{202e}', '\u{200b}', '\u{2066}'] {
+        assert!(!text.contains(raw), "{raw:?} reached the terminal: {text}");
+    }
+    assert!(
+        text.contains("tool `run\\u{202e}gnp.exe` of connection `t` is left out: its name breaks MCP's rule for tool names"),
+        "{text}"
+    );
+    assert!(text.contains("ok\\u{200b}name"), "{text}");
+    assert!(text.contains("rm\\u{2066}x"), "{text}");
+    // A name within the rule is offered (shortened, as `.` is not a model's character).
+    assert!(
+        text.contains("`dot.ted` of connection `t` is offered as"),
+        "{text}"
+    );
+}

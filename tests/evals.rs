@@ -634,6 +634,49 @@ files = {{ "leak.txt" = {{ contains = "secret" }}, "d/up/secret.txt" = {{ contai
 }
 
 #[test]
+fn a_file_expectation_that_climbs_out_of_the_workspace_fails_the_case() {
+    // W0710 says the expectation can never hold; the case once passed all the same,
+    // its expectation dropped, whatever it asked (even that a file outside exists).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("climb");
+    fs::create_dir_all(dir.join("evals")).unwrap();
+    fs::write(
+        dir.join("agent.toml"),
+        "model = \"anthropic/claude-sonnet-4-5\"\n",
+    )
+    .unwrap();
+    fs::write(dir.join("instructions.md"), "Help.\n").unwrap();
+    fs::write(
+        dir.join("evals/climb.toml"),
+        r#"prompt = "Hi"
+[[reply]]
+text = "Done."
+[expect]
+files = { "../climb/agent.toml" = { exists = true }, "/etc/hostname" = { absent = true }, "a/../../x" = {} }
+"#,
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), &["eval", "climb"]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("warning[W0710]"), "{}", out.stderr);
+    for path in ["../climb/agent.toml", "/etc/hostname", "a/../../x"] {
+        assert!(
+            out.stdout.contains(&format!("expect.files.{path:?}")),
+            "{path}: {}",
+            out.stdout
+        );
+    }
+    assert_eq!(
+        out.stdout
+            .matches("the path leaves the workspace: eve never reads a file outside it, so this can never hold")
+            .count(),
+        3,
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
 fn init_writes_a_case_that_passes() {
     let tmp = tempfile::tempdir().unwrap();
     assert_eq!(run_in(tmp.path(), &["init", "demo"]).code, 0);

@@ -278,7 +278,7 @@ fn an_http_tool_cannot_be_moved_to_another_host_or_reach_loopback() {
     assert_eq!(
         results[1]["content"],
         format!(
-            "Refused to fetch http://localhost:{port}@127.0.0.1:{port}/secret: the tool's URL is on the host `localhost`, and this one is on `127.0.0.1`."
+            "Refused to fetch http://localhost:{port}@127.0.0.1:{port}/secret: the tool's URL is on `http://localhost:{port}`, and this one is on `http://127.0.0.1:{port}`."
         )
     );
     assert_eq!(results[2]["is_error"], true);
@@ -322,8 +322,91 @@ fn an_http_tool_follows_no_redirect_to_another_host() {
     assert_eq!(
         results[0]["content"],
         format!(
-            "Refused to fetch http://127.0.0.1:9/secret (redirected from http://localhost:{port}/api/away): the tool's URL is on the host `localhost`, and this one is on `127.0.0.1`."
+            "Refused to fetch http://127.0.0.1:9/secret (redirected from http://localhost:{port}/api/away): the tool's URL is on `http://localhost:{port}`, and this one is on `http://127.0.0.1:9`."
         )
+    );
+}
+
+#[test]
+fn an_http_tool_pinned_to_an_origin_follows_no_redirect_to_another_port_or_scheme() {
+    // Another server on the same host: the tool's URL names one port, the redirect
+    // another, where something the tool was never meant to reach answers.
+    let (other, asked) = serve(BTreeMap::from([(
+        "/secret".to_string(),
+        ("200 OK", vec![], b"the other server's secret".to_vec()),
+    )]));
+    let other_port = other.rsplit(':').next().unwrap().to_string();
+    let (base, seen) = serve(BTreeMap::from([
+        (
+            "/api".to_string(),
+            (
+                "307 Temporary Redirect",
+                vec![("location".into(), format!("{other}/secret"))],
+                vec![],
+            ),
+        ),
+        (
+            "/api/tls".to_string(),
+            (
+                "302 Found",
+                vec![(
+                    "location".into(),
+                    format!("https://127.0.0.1:{other_port}/api"),
+                )],
+                vec![],
+            ),
+        ),
+        (
+            "/api/here".to_string(),
+            (
+                "302 Found",
+                vec![("location".into(), "/api/ok".into())],
+                vec![],
+            ),
+        ),
+        (
+            "/api/ok".to_string(),
+            ("200 OK", vec![], b"same origin".to_vec()),
+        ),
+    ]));
+    let port = base.rsplit(':').next().unwrap().to_string();
+    let pinned = http_tool(&format!("{base}/api"), "allow_private = true\n");
+    let paths = http_tool(
+        &format!("{base}/api/{{{{ input.path }}}}"),
+        "allow_private = true\n",
+    );
+    let agent = agent(
+        &[("pinned", pinned), ("paths", paths)],
+        json!([
+            { "name": "pinned", "input": {} },
+            { "name": "paths", "input": { "path": "tls" } },
+            { "name": "paths", "input": { "path": "here" } },
+        ]),
+    );
+    let results = run(&agent);
+    assert_eq!(
+        results[0]["content"],
+        format!(
+            "Refused to fetch http://127.0.0.1:{other_port}/secret (redirected from http://127.0.0.1:{port}/api): the tool's URL is on `http://127.0.0.1:{port}`, and this one is on `http://127.0.0.1:{other_port}`."
+        )
+    );
+    assert_eq!(results[0]["is_error"], true);
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the tool's URL is on `http://127.0.0.1:{port}`, and this one is on `https://127.0.0.1:{other_port}`")),
+        "{}",
+        results[1]["content"]
+    );
+    assert_eq!(results[2]["content"], "same origin");
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "the other server was never asked"
+    );
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        ["/api", "/api/tls", "/api/here", "/api/ok"]
     );
 }
 

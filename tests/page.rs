@@ -1,6 +1,7 @@
 //! The chat page of `eve serve` in a real browser: headless Chromium driven through
-//! chromedriver (WebDriver, with fantoccini) loads `/`, sends a message to a scripted
-//! agent and sees the reply and the tool call rendered. Everything stays on 127.0.0.1.
+//! chromedriver (WebDriver, with fantoccini) is let in by the one-time link the server
+//! printed, sends a message to a scripted agent and sees the reply and the tool call
+//! rendered. Everything stays on 127.0.0.1.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -120,8 +121,17 @@ async fn the_page_sends_a_message_and_shows_the_reply_and_the_tool_call() {
     let driver = start_driver();
     let profile = tempfile::tempdir().unwrap();
     let client = browser(&driver, profile.path()).await;
+    // Without the cookie the page is let in by nothing: it asks for the token.
     client.goto(&format!("{}/", server.url)).await.unwrap();
+    wait_for_text(&client, "#status", "needs its token").await;
+    // The one-time link eve printed lets it in, and goes on to `/`.
+    client.goto(&server.login).await.unwrap();
     wait_for_text(&client, "#agent-name", "served").await;
+    assert_eq!(
+        client.current_url().await.unwrap().as_str(),
+        format!("{}/", server.url),
+        "no login code stays in the address bar"
+    );
     client
         .find(Locator::Css("#message"))
         .await

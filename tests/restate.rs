@@ -356,6 +356,69 @@ fn a_parked_question_is_answered_through_the_other_worker() {
 }
 
 #[test]
+fn an_answer_posted_the_moment_the_stream_says_the_turn_waits_is_taken() {
+    // Plain `eve serve` once refused an answer sent the moment the stream said the
+    // turn waits (its job still held the session); a Restate worker must take it too:
+    // the session's state says it waits in the same batch as the parked turn's lines.
+    let rounds = 6;
+    let mut replies = Vec::new();
+    for round in 0..rounds {
+        replies.push(Reply::Sse(anthropic_reply(
+            "",
+            &[(
+                &format!("toolu_q{round}"),
+                "ask_question",
+                json!({"question": "Which color?", "options": ["red", "blue"]}),
+            )],
+            1,
+        )));
+        replies.push(text("Blue it is."));
+    }
+    let Some(cluster) = Cluster::start(
+        "an_answer_posted_the_moment_the_stream_says_the_turn_waits_is_taken",
+        replies,
+        &[ASK],
+        &[&[]],
+    ) else {
+        return;
+    };
+    let worker = &cluster.workers[0];
+    for round in 0..rounds {
+        let wanted = ["input.requested", "turn.waiting"][round % 2];
+        let id = worker.create("Paint it");
+        let requested = worker.first_line(&id, "input.requested");
+        let request_id = requested["data"]["request"]["request_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if wanted != "input.requested" {
+            worker.first_line(&id, wanted);
+        }
+        let answered = worker.call(
+            "POST",
+            &format!("/eve/v1/session/{id}"),
+            Some(
+                &json!({"inputResponses": [{"requestId": request_id, "optionId": "blue"}]})
+                    .to_string(),
+            ),
+        );
+        assert_eq!(
+            answered.status, 202,
+            "round {round}, posted after `{wanted}`: {:?}",
+            answered.body
+        );
+        worker.wait_for(&id, "idle");
+        let lines = worker.stream(&id, "");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["type"] == "turn.completed" && l["data"]["result"] == "Blue it is."),
+            "round {round}: {lines:?}"
+        );
+    }
+}
+
+#[test]
 fn two_sessions_run_at_once_on_two_workers() {
     let replies = vec![
         call("toolu_w1", "wait"),
@@ -419,6 +482,19 @@ fn a_restate_worker_keeps_the_api_checks_and_refuses_bad_input() {
         None,
     );
     assert_eq!(status, 403);
+    // Without EVE_SERVE_TOKEN the worker made a token: a caller of this machine without
+    // it (a tool of one of its sessions) is refused like any other.
+    for (method, path, body) in [
+        ("GET", "/eve/v1/sessions", None),
+        ("POST", "/eve/v1/session", Some(r#"{"message":"hi"}"#)),
+    ] {
+        let answer = worker.anonymous(method, path, body, &[]);
+        assert_eq!(
+            (answer.status, answer.body["code"].as_str()),
+            (401, Some("unauthorized")),
+            "{method} {path}"
+        );
+    }
     // A browser page of another origin may not start a session.
     let (status, _, body) = request(
         &worker.url,
@@ -474,8 +550,7 @@ fn a_restate_worker_keeps_the_api_checks_and_refuses_bad_input() {
     assert_eq!(listed.body["sessions"], json!([]), "no session was created");
     let id = worker.create("Say hi");
     worker.wait_for(&id, "idle");
-    let (status, headers, _) = request(
-        &worker.url,
+    let (status, headers, _) = worker.request(
         "GET",
         &format!("/eve/v1/session/{id}/stream?startIndex=-2"),
         &[],
@@ -557,7 +632,12 @@ fn a_worker_with_a_token_needs_it_and_refuses_an_open_endpoint_without_a_key() {
         "{}",
         worker.stderr()
     );
-    assert_eq!(worker.call("GET", "/eve/v1/sessions", None).status, 401);
+    assert_eq!(
+        worker
+            .anonymous("GET", "/eve/v1/sessions", None, &[])
+            .status,
+        401
+    );
     let with = worker.call_with(
         "GET",
         "/eve/v1/sessions",

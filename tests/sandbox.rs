@@ -930,3 +930,45 @@ fn a_stdio_server_is_not_taken_from_the_workspace() {
     }
     assert!(!package.exists(), "the model's package ran as a server");
 }
+
+/// A `bash` the model plants in a `PATH` folder inside the workspace is never the one
+/// a call runs: the launcher looks programs up outside the folders its processes may
+/// write.
+#[test]
+fn bash_is_not_taken_from_a_path_folder_the_model_may_write() {
+    if !supported() {
+        return;
+    }
+    let agent = Agent::new("", false, &bash("echo ran-the-real-bash"));
+    let bin = agent.workspace.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let planted = agent.workspace.join("planted-ran");
+    std::fs::write(
+        bin.join("bash"),
+        format!("#!/bin/sh\ntouch {}\necho planted\n", planted.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("bash"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = eve()
+        .env("PATH", path)
+        .env("EVE_SCRIPTED_LOG", agent.base.join("requests.jsonl"))
+        .arg("run")
+        .arg(&agent.dir)
+        .args(["--workspace", agent.workspace.to_str().unwrap(), "go"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let seen = agent.first_result();
+    assert!(seen.contains("ran-the-real-bash"), "{seen}");
+    assert!(!planted.exists(), "the planted bash ran: {seen}");
+}

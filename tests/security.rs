@@ -770,3 +770,88 @@ fn a_changed_connection_starts_nothing_before_the_person_has_seen_it() {
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
     assert!(started.exists(), "{}", stderr(&listed));
 }
+
+#[test]
+fn a_redirect_to_another_origin_never_carries_the_provider_key_or_a_connections_headers() {
+    use common::mock::{MockServer, Reply, anthropic_reply};
+    let redirect = |to: String| Reply::Status {
+        status: 307,
+        headers: vec![("location".into(), to)],
+        body: String::new(),
+    };
+    // Where the redirects lead: another port of this machine, another origin.
+    let elsewhere = MockServer::start(Vec::new());
+    let agent = Agent::new("", "");
+    std::fs::write(
+        agent.dir.join("agent.toml"),
+        "name = \"s\"\nmodel = \"anthropic/claude-test\"\ndefault_tools = false\n",
+    )
+    .unwrap();
+    // The provider's base URL answers 307 to the other origin.
+    let provider = MockServer::start(vec![redirect(format!("{}/v1/messages", elsewhere.url()))]);
+    let output = agent
+        .command()
+        .env("ANTHROPIC_API_KEY", "sk-ant-REDIRECTED-secret")
+        .env("ANTHROPIC_BASE_URL", provider.url())
+        .env("EVE_MAX_RETRIES", "0")
+        .arg("hi")
+        .output()
+        .unwrap();
+    let text = stderr(&output);
+    assert_ne!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("redirects to another origin") && text.contains(&elsewhere.url()),
+        "{text}"
+    );
+    assert!(!text.contains("REDIRECTED-secret"), "{text}");
+    assert_eq!(provider.requests().len(), 1);
+    assert_eq!(
+        provider.requests()[0].header("x-api-key"),
+        Some("sk-ant-REDIRECTED-secret")
+    );
+    // A redirect within the origin is still followed.
+    let provider = MockServer::start(vec![
+        redirect("/moved/v1/messages".into()),
+        Reply::Sse(anthropic_reply("Hello.", &[], 1)),
+    ]);
+    let output = agent
+        .command()
+        .env("ANTHROPIC_API_KEY", "sk-ant-REDIRECTED-secret")
+        .env("ANTHROPIC_BASE_URL", provider.url())
+        .env("EVE_MAX_RETRIES", "0")
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(provider.requests()[1].path, "/moved/v1/messages");
+
+    // A streamable-HTTP MCP server answers 307 to the other origin: its `${VAR}`
+    // headers stay with it (the build lists it, through both transports).
+    let server = MockServer::start(
+        (0..8)
+            .map(|_| redirect(format!("{}/mcp", elsewhere.url())))
+            .collect(),
+    );
+    std::fs::create_dir_all(agent.dir.join("connections")).unwrap();
+    std::fs::write(
+        agent.dir.join("connections/h.toml"),
+        format!(
+            "url = \"{}/mcp\"\nheaders = {{ Authorization = \"Bearer ${{EVE_TEST_MCP_TOKEN}}\", X-Api-Key = \"${{EVE_TEST_MCP_TOKEN}}\" }}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let build = eve()
+        .env("EVE_TEST_MCP_TOKEN", "mcp-REDIRECTED-token")
+        .arg("build")
+        .arg(&agent.dir)
+        .output()
+        .unwrap();
+    assert_ne!(build.status.code(), Some(0), "{}", stderr(&build));
+    assert!(!server.requests().is_empty(), "the server was asked");
+    assert!(
+        elsewhere.requests().is_empty(),
+        "a request went to the other origin: {:?}",
+        elsewhere.requests()
+    );
+}

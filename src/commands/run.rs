@@ -193,7 +193,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     console.finish(&outcome);
     let could_change = acted || crate::review::runs_servers(&ran);
     let change = if could_change {
-        crate::review::after_run(&dir, &ran)?
+        running.check(&dir, &ran)?
     } else {
         None
     };

@@ -13,10 +13,22 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: {message}");
         Ok(ExitCode::from(exit::USAGE))
     };
-    let token = crate::secrets::var(TOKEN_VAR).filter(|t| !t.trim().is_empty());
-    if let Err(message) = serve::check_addr(&args.addr, token.is_some()) {
+    let chosen = crate::secrets::var(TOKEN_VAR).filter(|t| !t.trim().is_empty());
+    if let Err(message) = serve::check_addr(&args.addr, chosen.is_some()) {
         return usage(message);
     }
+    if chosen.is_none() && stderr_is_a_file() {
+        return usage(format!(
+            "eve serve makes a token when {TOKEN_VAR} is not set and prints it, but stderr is a file here, which other processes (the agent's tools among them) could read: set {TOKEN_VAR}, or let stderr be a terminal or a pipe"
+        ));
+    }
+    let token = match serve::Token::new(chosen) {
+        Ok(token) => token,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(exit::FAILED));
+        }
+    };
     let dir = &args.dir;
     let base = dir.to_string_lossy().into_owned();
     if !dir.is_dir() {
@@ -104,7 +116,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             dir,
             config,
             options,
-            |ready, warnings| {
+            running,
+            |ready, warnings, access| {
                 for warning in warnings {
                     eprintln!("warning: {warning}");
                 }
@@ -115,10 +128,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
                     "eve serve: `{name}` Restate worker: deployment endpoint http://{}/, API listening on http://{}/ (API under /eve/v1; SIGTERM or Ctrl-C stops it)",
                     ready.endpoint, ready.api
                 );
+                tell(access);
             },
         ));
         runtime.shutdown_timeout(Duration::from_secs(1));
-        running.end();
         return match served {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(message) => {
@@ -130,17 +143,23 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // Until the last check of the agent's definition: a killed server leaves this for the
     // next start.
     let running = crate::review::Running::start(dir, &manifest)?;
-    let served = runtime.block_on(serve::serve(manifest, dir, config, |addr, warnings| {
-        for warning in warnings {
-            eprintln!("warning: {warning}");
-        }
-        eprintln!(
-            "eve serve: `{name}` listening on http://{addr}/ (API under /eve/v1; SIGTERM or Ctrl-C stops it)"
-        );
-    }));
+    let served = runtime.block_on(serve::serve(
+        manifest,
+        dir,
+        config,
+        running,
+        |addr, warnings, access| {
+            for warning in warnings {
+                eprintln!("warning: {warning}");
+            }
+            eprintln!(
+                "eve serve: `{name}` listening on http://{addr}/ (API under /eve/v1; SIGTERM or Ctrl-C stops it)"
+            );
+            tell(access);
+        },
+    ));
     // Turns that were cancelled may leave blocking work behind; none of it is waited for.
     runtime.shutdown_timeout(Duration::from_secs(1));
-    running.end();
     match served {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(message) => {
@@ -148,4 +167,32 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(exit::FAILED))
         }
     }
+}
+
+/// How the person gets in, on eve's own stderr (a terminal or a pipe, never a file: see
+/// [`stderr_is_a_file`]): the page's one-time link, and the token eve made, if it did.
+fn tell(access: &serve::Access<'_>) {
+    if stderr_is_a_file() {
+        eprintln!(
+            "eve serve: the page's login link is not printed to a file; type {TOKEN_VAR} into the page"
+        );
+        return;
+    }
+    eprintln!(
+        "eve serve: open {} for the chat page (the link works once; after that the page asks for the token)",
+        access.link
+    );
+    match access.made {
+        Some(token) => eprintln!(
+            "eve serve: API clients send `Authorization: Bearer {token}` (made for this start; set {TOKEN_VAR} to choose one)"
+        ),
+        None => eprintln!("eve serve: API clients send `Authorization: Bearer <{TOKEN_VAR}>`"),
+    }
+}
+
+/// Whether eve's stderr is a regular file: a log other processes of this machine could
+/// read later, where no secret goes.
+fn stderr_is_a_file() -> bool {
+    rustix::fs::fstat(std::io::stderr())
+        .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file())
 }

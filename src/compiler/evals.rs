@@ -974,10 +974,11 @@ fn read_expect(mut table: TableReader<'_>, scope: &Scope<'_, '_>) -> Expect {
                         format!("`{path}` in `{}` can never hold: the path {why}", files.path()),
                     )
                     .at(&toml.src, span)
-                    .note("eve reads files only inside the case's workspace, never through a path that leaves it"),
+                    .note("eve reads files only inside the case's workspace, never through a path that leaves it; the case fails"),
                 );
-                continue;
             }
+            // Kept whatever the path: `eve eval` fails it rather than passing a case
+            // whose expectation was dropped.
             if let Some(check) = read_file_check(&files, path, item) {
                 expect.files.push((path.to_string(), check));
             }

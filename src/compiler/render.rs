@@ -66,7 +66,12 @@ pub fn human_report<'a>(
 
 /// Renders one diagnostic in the familiar compiler style. `base` is prefixed to its path
 /// (the agent directory as the user named it).
+///
+/// A diagnostic quotes foreign text: a server's tool names and errors, a file's name and
+/// its lines, a model's values. Every part is escaped for the terminal here, the one
+/// place diagnostics are written for a person, so no producer can forget it.
 pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {
+    use crate::text::for_terminal as shown;
     let mut out = String::new();
     let word = match d.severity {
         Severity::Error => "error",
@@ -76,12 +81,12 @@ pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {
         out,
         "{}{}",
         style.severity(d.severity, &format!("{word}[{}]", d.code)),
-        style.bold(&format!(": {}", d.message))
+        style.bold(&format!(": {}", shown(&d.message)))
     );
     let gutter = d.line.map_or(1, |l| l.to_string().len());
     let pad = " ".repeat(gutter);
     if let Some(file) = &d.file {
-        let mut location = join_path(base, file);
+        let mut location = shown(&join_path(base, file)).into_owned();
         if let (Some(line), Some(column)) = (d.line, d.column) {
             let _ = write!(location, ":{line}:{column}");
         }
@@ -90,23 +95,31 @@ pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {
     if let (Some(line), Some(text)) = (d.line, &d.source_line) {
         let (column, width) = (d.source_column, d.width);
         let bar = style.blue("|");
+        // Each character is shown as it will be printed, an escape as wide as it is.
+        let printed = |c: char| shown(c.encode_utf8(&mut [0; 4])).replace('\t', "    ");
         let _ = writeln!(out, "{pad} {bar}");
         let _ = writeln!(
             out,
             "{} {bar} {}",
             style.blue(&line.to_string()),
-            text.replace('\t', "    ")
+            text.chars().map(printed).collect::<String>()
         );
         let lead: String = text
             .chars()
             .take(column.saturating_sub(1))
-            .map(|c| if c == '\t' { "    " } else { " " })
+            .map(|c| " ".repeat(printed(c).chars().count()))
             .collect();
-        let carets = "^".repeat(width.max(1));
+        let wide: usize = text
+            .chars()
+            .skip(column.saturating_sub(1))
+            .take(width.max(1))
+            .map(|c| printed(c).chars().count())
+            .sum();
+        let carets = "^".repeat(wide.max(1));
         let label = d
             .label
             .as_deref()
-            .map(|l| format!(" {l}"))
+            .map(|l| format!(" {}", shown(l)))
             .unwrap_or_default();
         let _ = writeln!(
             out,
@@ -120,17 +133,19 @@ pub fn human(d: &Diagnostic, base: &str, style: Style) -> String {
     for note in &d.notes {
         let _ = writeln!(
             out,
-            "{pad} {} {}: {note}",
+            "{pad} {} {}: {}",
             style.blue("="),
-            style.bold("note")
+            style.bold("note"),
+            shown(note)
         );
     }
     if let Some(help) = &d.help {
         let _ = writeln!(
             out,
-            "{pad} {} {}: {help}",
+            "{pad} {} {}: {}",
             style.blue("="),
-            style.bold("help")
+            style.bold("help"),
+            shown(help)
         );
     }
     out
@@ -193,6 +208,28 @@ mod tests {
     use crate::compiler::diagnostic::code;
     use crate::compiler::source::SourceFile;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn foreign_text_in_every_part_is_escaped_and_the_caret_still_points_at_it() {
+        let src = SourceFile::new("tools/\u{202e}x.toml", "a\u{200b} = \"\u{1b}[2J\"\n");
+        let d = Diagnostic::warning(code::UNKNOWN_KEY, "tool `\u{202e}gnp.exe` is odd")
+            .at(&src, Some(0..4))
+            .label("\u{2066}here")
+            .note("server says \u{feff}hi")
+            .help("try `\u{7}`");
+        let out = human(&d, ".", Style { color: false });
+        assert_eq!(
+            out,
+            "warning[E0003]: tool `\\u{202e}gnp.exe` is odd\n \
+             --> tools/\\u{202e}x.toml:1:1\n  \
+             |\n\
+             1 | a\\u{200b} = \"\\u{1b}[2J\"\n  \
+             | ^^^^^^^^^ \\u{2066}here\n  \
+             |\n  \
+             = note: server says \\u{feff}hi\n  \
+             = help: try `\\u{7}`\n"
+        );
+    }
 
     #[test]
     fn renders_position_caret_note_and_help() {

@@ -66,8 +66,13 @@ impl SourceFile {
         // The last line start at or before `start`; the first is 0, so there is one.
         let index = self.line_starts.partition_point(|&s| s <= start).max(1) - 1;
         let line = self.line(index);
+        // A line's range leaves out the `\r`s that end it, and a position may be on one
+        // of them (a bare `\r` at the end of the file, `\r\r\n`): it is shown at the
+        // line's end, never past it.
+        let start = start.min(line.end);
         let column = self.chars_before(start) - self.chars_before(line.start) + 1;
-        let end = span.end.clamp(start, line.end.max(start));
+        // The end is clamped to the line and, like the start, to a character boundary.
+        let end = floor_char_boundary(&self.text, span.end.clamp(start, line.end.max(start)));
         let (excerpt, excerpt_column, width) = excerpt(
             &self.text[line.clone()],
             start - line.start,
@@ -276,6 +281,35 @@ mod tests {
         let start = excerpt(&line, 0, line.len());
         assert_eq!((start.1, start.2), (1, 100));
         assert!(!start.0.starts_with('…') && start.0.ends_with('…'));
+    }
+
+    #[test]
+    fn a_position_on_the_carriage_returns_that_end_a_line_is_shown_at_its_end() {
+        for text in ["a = \r", "a = 1\r", "a\r\r\nb", "x\r\r", "é\r\ré\r", "\r"] {
+            let src = SourceFile::new("a", text);
+            for line in 0..5 {
+                for column in [None, Some(0), Some(1), Some(3), Some(9)] {
+                    let _ = src.locate_line(line, column);
+                }
+            }
+            for at in 0..=text.len() {
+                for end in at..=text.len() + 1 {
+                    let pos = src.locate(at..end);
+                    let line = src.line_text(pos.line).unwrap();
+                    assert!(
+                        pos.column <= line.chars().count() + 1,
+                        "{text:?} {at}..{end}"
+                    );
+                    assert!(pos.excerpt_column <= pos.excerpt.chars().count() + 1);
+                }
+            }
+        }
+        let src = SourceFile::new("agent.toml", "model = \"x\"\nname = \r");
+        let end = src.locate(src.text.len()..src.text.len());
+        assert_eq!(
+            (end.line, end.column, end.excerpt.as_str()),
+            (2, 8, "name = ")
+        );
     }
 
     #[test]

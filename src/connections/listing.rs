@@ -16,8 +16,8 @@ pub const MAX_PAGES: usize = 100;
 pub const MAX_DESCRIPTION: usize = 8000;
 /// A larger input schema leaves its tool out.
 pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
-/// A longer name leaves its tool out.
-pub const MAX_NAME: usize = 256;
+/// A longer name leaves its tool out (MCP's tool-name rule: 1 to 128 characters).
+pub const MAX_NAME: usize = 128;
 
 /// Collects the pages of one listing.
 #[derive(Debug, Default)]
@@ -90,17 +90,30 @@ impl Builder {
     }
 }
 
+/// MCP's rule for tool names (specification 2025-11-25, "Tool names"): 1 to 128 of
+/// `A-Z a-z 0-9 _ - .`. A name outside it (a space, a bidirectional override, a
+/// look-alike letter) is left out rather than shown to a person or a model.
+fn is_tool_name(name: &str) -> bool {
+    (1..=MAX_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
 fn tool(item: &Value) -> Result<ServerTool, String> {
     let name = item
         .get("name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .ok_or("it has no name")?;
-    if name.chars().count() > MAX_NAME {
+    if name.len() > MAX_NAME {
         return Err(format!("its name is longer than {MAX_NAME} characters"));
     }
-    if name.chars().any(char::is_control) {
-        return Err("its name holds control characters".into());
+    if !is_tool_name(name) {
+        return Err(
+            "its name breaks MCP's rule for tool names (ASCII letters, digits, `_`, `-` and `.`)"
+                .into(),
+        );
     }
     let description = item
         .get("description")
@@ -174,7 +187,11 @@ mod tests {
                     {"description": "nameless", "inputSchema": {"type": "object"}},
                     {"name": "good", "inputSchema": {"type": "object"}},
                     {"name": "bell\u{7}", "inputSchema": {"type": "object"}},
-                    "not an object"
+                    "not an object",
+                    {"name": "ok\u{202e}exe.gnp", "inputSchema": {"type": "object"}},
+                    {"name": "with space", "inputSchema": {"type": "object"}},
+                    {"name": "x".repeat(129), "inputSchema": {"type": "object"}},
+                    {"name": "Get.user-2_b", "inputSchema": {"type": "object"}}
                 ],
                 "nextCursor": "2"
             }))
@@ -182,7 +199,7 @@ mod tests {
         assert_eq!(next.as_deref(), Some("2"));
         let listing = builder.finish(Some("test 1.0".into()), &Redactor::default());
         let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["good", "untyped"]);
+        assert_eq!(names, ["good", "untyped", "Get.user-2_b"]);
         assert_eq!(listing.tools[0].annotations.read_only_hint, Some(true));
         assert_eq!(listing.tools[0].annotations.destructive_hint, None);
         assert_eq!(listing.tools[1].input_schema["type"], "object");
@@ -204,8 +221,17 @@ mod tests {
         assert_eq!(left[2], ("noschema", "it has no input schema"));
         assert_eq!(left[3], ("(no name)", "it has no name"));
         assert_eq!(left[4], ("good", "the server lists this name twice"));
-        assert_eq!(left[5].1, "its name holds control characters");
+        let rule =
+            "its name breaks MCP's rule for tool names (ASCII letters, digits, `_`, `-` and `.`)";
+        assert_eq!(left[5], ("bell\\u{7}", rule));
         assert_eq!(left[6], ("(no name)", "it has no name"));
+        assert_eq!(
+            left[7],
+            ("ok\\u{202e}exe.gnp", rule),
+            "kept escaped for the terminal"
+        );
+        assert_eq!(left[8], ("with space", rule));
+        assert_eq!(left[9].1, "its name is longer than 128 characters");
     }
 
     #[test]

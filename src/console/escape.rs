@@ -1,5 +1,6 @@
 //! Text from a model, a tool or a file, made safe to write to a terminal: control
-//! characters and bidirectional overrides are shown as escapes instead of acting
+//! characters, bidirectional overrides and other invisible formatting characters are
+//! shown as escapes instead of acting
 //! (the function lives in `text`, for the modules below the console: connections
 //! escape what a server says before it reaches a diagnostic).
 
@@ -28,5 +29,19 @@ mod tests {
             "target: \\u{202e}gnigats"
         );
         assert_eq!(for_terminal("é ü 日本"), "é ü 日本");
+        // Invisible formatting: isolates, zero-width characters, a byte order mark,
+        // a tag character, a line separator.
+        for (c, shown) in [
+            ('\u{2066}', "\\u{2066}"),
+            ('\u{2069}', "\\u{2069}"),
+            ('\u{200b}', "\\u{200b}"),
+            ('\u{200d}', "\\u{200d}"),
+            ('\u{feff}', "\\u{feff}"),
+            ('\u{e0041}', "\\u{e0041}"),
+            ('\u{2028}', "\\u{2028}"),
+            ('\u{ad}', "\\u{ad}"),
+        ] {
+            assert_eq!(for_terminal(&format!("a{c}b")), format!("a{shown}b"));
+        }
     }
 }

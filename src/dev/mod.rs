@@ -178,7 +178,7 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
         // servers have stopped; against the newest build the person was shown, whose
         // edits are theirs.
         let shown = dev.pending.as_ref().map_or(&dev.active, |(m, _)| m);
-        match crate::review::after_run(&dev.options.dir, shown) {
+        match dev.running.check(&dev.options.dir, shown) {
             Ok(Some(change)) => eprintln!(
                 "note: the agent's definition changed while its servers ran ({}); it takes effect once you have seen it: `eve build {}`",
                 change.summary,
@@ -442,7 +442,7 @@ impl Dev {
         // the turn ends for one the agent made.
         let could_change = acted || crate::review::runs_servers(&self.active);
         let checked = if could_change {
-            crate::review::after_run(&self.options.dir, &self.active)
+            self.running.check(&self.options.dir, &self.active)
         } else {
             Ok(None)
         };

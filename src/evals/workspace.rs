@@ -86,16 +86,33 @@ pub enum FileState {
     Unreadable(String),
 }
 
-/// Reads `rel` inside `root` without following a symbolic link anywhere on the way.
-pub fn read(root: &Path, rel: &str) -> FileState {
-    let mut parts = Vec::new();
+/// Why `rel` names no file inside a workspace, if it does not: it leaves it (`..`, an
+/// absolute path) or names the workspace itself. An expectation on such a path can
+/// never hold.
+pub fn outside(rel: &str) -> Option<&'static str> {
+    let mut names = 0;
     for component in Path::new(rel).components() {
         match component {
-            Component::Normal(part) => parts.push(part.to_os_string()),
+            Component::Normal(_) => names += 1,
             Component::CurDir => {}
-            _ => return FileState::Unreadable("the path leaves the workspace".into()),
+            _ => return Some("the path leaves the workspace"),
         }
     }
+    (names == 0).then_some("the path names the workspace itself")
+}
+
+/// Reads `rel` inside `root` without following a symbolic link anywhere on the way.
+pub fn read(root: &Path, rel: &str) -> FileState {
+    if let Some(why) = outside(rel) {
+        return FileState::Unreadable(why.into());
+    }
+    let mut parts: Vec<_> = Path::new(rel)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_os_string()),
+            _ => None,
+        })
+        .collect();
     let Some(name) = parts.pop() else {
         return FileState::Unreadable("the path names the workspace itself".into());
     };

@@ -129,6 +129,16 @@ impl HttpProvider {
             }
         };
         let status = response.status();
+        if let Some(origin) = crate::net::redirect_elsewhere(&response) {
+            return Err(ProviderError::Status {
+                provider: self.name.clone(),
+                status: status.as_u16(),
+                message: format!(
+                    "it redirects to another origin ({origin}), which eve does not follow: the key goes only to the provider's own base URL"
+                ),
+                retry_after: None,
+            });
+        }
         if !status.is_success() {
             let retry_after = response
                 .headers()

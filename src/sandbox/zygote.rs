@@ -67,6 +67,8 @@ fn started_as_launcher(_argc: c_int, _argv: *const *const c_char) -> bool {
 /// What the launcher knows across calls.
 struct Launcher {
     confine: Option<super::linux::Prepared>,
+    /// The folders the sandbox lets its processes write: no program is looked up there.
+    writable: Vec<Vec<u8>>,
     /// Whether calls still get a PID namespace (cleared at the first refusal).
     pid_namespace: bool,
     /// Programs found on a `PATH`: (name, `PATH`) → path.
@@ -88,7 +90,7 @@ fn main() -> ! {
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0);
     }
     let mut setup = vec![0u8; 1 << 20];
-    let confine = match receive(CONTROL, &mut setup, &mut Vec::new()) {
+    let (confine, writable) = match receive(CONTROL, &mut setup, &mut Vec::new()) {
         Some(len) => match prepare(&setup[..len]) {
             Ok(confine) => confine,
             Err(why) => {
@@ -111,6 +113,7 @@ fn main() -> ! {
     };
     let mut launcher = Launcher {
         confine,
+        writable,
         pid_namespace: true,
         found: HashMap::new(),
         supervisors: Vec::new(),
@@ -167,17 +170,27 @@ fn reply(message: &[u8]) {
     }
 }
 
+/// What the launcher is set up with: the sandbox built and entered, and the folders its
+/// processes may write.
+type Setup = (Option<super::linux::Prepared>, Vec<Vec<u8>>);
+
 /// The setup message: `0` (unconfined) or `1`, a policy and what the kernel offers.
-fn prepare(message: &[u8]) -> Result<Option<super::linux::Prepared>, String> {
+fn prepare(message: &[u8]) -> Result<Setup, String> {
+    use std::os::unix::ffi::OsStrExt;
     let mut r = Reader::new(message);
     let bad = || "eve sent the launcher a setup it cannot read".to_string();
     match r.u32().ok_or_else(bad)? {
-        0 => Ok(None),
+        0 => Ok((None, Vec::new())),
         _ => {
             let (policy, support) = super::launcher::decode_setup(&mut r).ok_or_else(bad)?;
             let prepared = super::linux::Prepared::build(&policy, &support)?;
             prepared.enter()?;
-            Ok(Some(prepared))
+            let writable = policy
+                .writable
+                .iter()
+                .map(|p| p.as_os_str().as_bytes().to_vec())
+                .collect();
+            Ok((Some(prepared), writable))
         }
     }
 }
@@ -346,8 +359,9 @@ impl Launcher {
     }
 
     /// The program's path: as given when it holds a `/`, else the first executable of
-    /// that name on the call's `PATH` (absolute entries only: a relative one would be
-    /// looked up in the workspace), found once.
+    /// that name on the call's `PATH`, found once — absolute entries only (a relative one
+    /// would be looked up in the workspace), and none beneath a folder the sandbox lets
+    /// its processes write (a program planted there is never taken for the one named).
     fn resolve(&mut self, call: &Described) -> Option<CString> {
         let name = call.program.as_bytes();
         if name.contains(&b'/') {
@@ -368,7 +382,7 @@ impl Launcher {
             return Some(found.clone());
         }
         for dir in path.split(|&b| b == b':') {
-            if !dir.starts_with(b"/") {
+            if !dir.starts_with(b"/") || self.writable.iter().any(|w| beneath(dir, w)) {
                 continue;
             }
             let mut candidate = dir.to_vec();
@@ -386,6 +400,13 @@ impl Launcher {
         }
         None
     }
+}
+
+/// Whether the folder `dir` is `folder` or lies beneath it (both absolute).
+fn beneath(dir: &[u8], folder: &[u8]) -> bool {
+    let folder = folder.strip_suffix(b"/").unwrap_or(folder);
+    dir.strip_prefix(folder)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
 }
 
 /// Whether `path` is a regular file this process may execute.
@@ -474,5 +495,16 @@ impl Described {
             env: r.list()?.into_iter().map(c).collect::<Option<_>>()?,
             cwd: c(r.bytes()?)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_folder_beneath_a_writable_one_is_recognised_by_whole_names() {
+        assert!(super::beneath(b"/w/bin", b"/w"));
+        assert!(super::beneath(b"/w", b"/w/"));
+        assert!(!super::beneath(b"/workspace/bin", b"/w"));
+        assert!(!super::beneath(b"/usr/bin", b"/w"));
     }
 }

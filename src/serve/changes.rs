@@ -13,23 +13,36 @@
 //! and the last turn's end is always followed by a check. Shutdown checks once more.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::manifest::Manifest;
+use crate::review::Running;
 
 /// The checker's state, shared by the turns and the task that checks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Changes {
     wake: Notify,
     /// The change has been reported on stderr once.
     reported: AtomicBool,
+    /// This server's marker in `.eve/running/`, which makes every check
+    /// ([`Running::check`]); taken when the server ends.
+    running: Mutex<Option<Running>>,
 }
 
 impl Changes {
+    /// The checks of a server whose marker is `running`.
+    pub fn new(running: Running) -> Changes {
+        Changes {
+            wake: Notify::new(),
+            reported: AtomicBool::new(false),
+            running: Mutex::new(Some(running)),
+        }
+    }
+
     /// A turn ended: the directory is checked soon.
     pub fn turn_ended(&self) {
         self.wake.notify_one();
@@ -55,31 +68,48 @@ impl Changes {
         })
     }
 
-    /// Checks now: records and reports a change.
-    pub async fn check(&self, agent_dir: &Path, manifest: &Arc<Manifest>) {
+    /// Checks now: records and reports a change. A check that fails is reported and
+    /// keeps the marker for the next start (it fails closed, see [`Running::check`]).
+    pub async fn check(self: &Arc<Self>, agent_dir: &Path, manifest: &Arc<Manifest>) {
         let dir = agent_dir.to_path_buf();
         let served = manifest.clone();
-        let checked =
-            tokio::task::spawn_blocking(move || crate::review::after_run(&dir, &served)).await;
+        let changes = self.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            match crate::sync::lock(&changes.running).as_ref() {
+                Some(running) => running.check(&dir, &served),
+                None => Err(std::io::Error::other("the server has ended")),
+            }
+        })
+        .await;
         match checked {
             Ok(Ok(Some(change))) => {
                 if !self.reported.swap(true, Ordering::Relaxed) {
                     eprintln!(
                         "eve serve: note: the agent's definition changed while it was served ({}); this server goes on with the definition it started with, and the next start needs `eve build {}` to show the change first",
-                        change.summary,
+                        crate::text::for_terminal(&change.summary),
                         crate::text::shell_word(&agent_dir.to_string_lossy())
                     );
                 }
             }
             Ok(Ok(None)) => {}
             Ok(Err(error)) => eprintln!(
-                "eve serve: could not record the changes to the agent's definition: {error}"
+                "eve serve: could not record the changes to the agent's definition: {error}; the next start counts the definition as changed"
             ),
             Err(error) => {
+                if let Some(running) = crate::sync::lock(&self.running).as_ref() {
+                    running.keep();
+                }
                 eprintln!(
-                    "eve serve: checking the agent's definition stopped unexpectedly: {error}"
+                    "eve serve: checking the agent's definition stopped unexpectedly: {error}; the next start counts the definition as changed"
                 )
             }
+        }
+    }
+
+    /// The server ended after its last check: its marker goes, unless a check failed.
+    pub fn end(&self) {
+        if let Some(running) = crate::sync::lock(&self.running).take() {
+            running.end();
         }
     }
 }

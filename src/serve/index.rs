@@ -8,7 +8,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::live::Live;
-use crate::protocol::{InputKind, InputRequest};
+use crate::protocol::{InputKind, InputRequest, Resolution};
 use crate::sync::lock;
 
 /// Where a session stands.
@@ -71,6 +71,13 @@ pub struct Entry {
     pub live: Weak<Live>,
     /// Cancels the queued or running turn.
     pub cancel: Option<CancellationToken>,
+    /// An answer that came for the request the running turn is parking on (its stream
+    /// said `input.requested`, the job had not settled yet): the turn resumes with it
+    /// as soon as it has parked, instead of the answer being refused.
+    pub answer: Option<(String, Resolution)>,
+    /// Bumped each time a job settles: a check made outside the index's lock (is
+    /// another process using the log?) holds only if no job settled meanwhile.
+    pub settled: u64,
 }
 
 impl Entry {
@@ -87,6 +94,8 @@ impl Entry {
             pending,
             live: Weak::new(),
             cancel: None,
+            answer: None,
+            settled: 0,
         }
     }
 }

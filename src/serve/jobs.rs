@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::State;
-use super::index::{Pending, Status};
+use super::index::{Index, Pending, Status};
 use super::live::{Live, LiveLog};
 use crate::protocol::{EndReason, Journal, Resolution, TurnOutcome};
 use crate::runner::{self, SessionChoice};
@@ -71,19 +71,37 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
         return;
     }
     let events = live.next();
-    state.index.with(&id, |e| {
+    let resume = state.index.with(&id, |e| {
         // A job that could not open the log changed nothing: the session waits as before.
         if let Ok(pending) = outcome {
             e.pending = pending;
+        }
+        e.events = events;
+        e.cancel = None;
+        e.settled += 1;
+        // An answer that came while the turn was parking resumes it now.
+        match (e.pending.as_ref(), e.answer.take()) {
+            (Some(pending), Some((request, resolution))) if pending.request_id == request => {
+                let cancel = state.abort.child_token();
+                e.status = Status::Queued;
+                e.cancel = Some(cancel.clone());
+                return Some((resolution, Index::live_for_turn(e), cancel));
+            }
+            (_, Some((request, _))) => eprintln!(
+                "eve serve: session {id}: the answer to request {request} came as the turn ended without parking on it; it was not used"
+            ),
+            (_, None) => {}
         }
         e.status = if e.pending.is_some() {
             Status::Waiting
         } else {
             Status::Idle
         };
-        e.events = events;
-        e.cancel = None;
+        None
     });
+    if let Some((resolution, live, cancel)) = resume.flatten() {
+        spawn(&state, id, Job::Resume(resolution), live, cancel);
+    }
 }
 
 /// Opens the session, does the job, closes the log. Returns what the session waits for

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::protocol::{Event, Journal, Record};
+use super::index::Pending;
+use crate::protocol::{Event, EventKind, Journal, Record};
 use crate::session::SessionLog;
 use crate::session::show::Projector;
 use crate::sync::lock;
@@ -66,6 +67,9 @@ pub struct Inner {
     /// A turn runs or waits for its turn to run: readers wait for more.
     pub active: bool,
     projector: Projector,
+    /// The request the running turn's stream last said it waits for
+    /// (`input.requested`): the turn parks on it.
+    requested: Option<Pending>,
 }
 
 /// Where a reader stands, as [`Live::read`] moves it.
@@ -106,6 +110,7 @@ impl Live {
                 piece_epoch: 0,
                 active: true,
                 projector: Projector::default(),
+                requested: None,
             }),
             version: watch::Sender::new(0),
         })
@@ -141,9 +146,15 @@ impl Live {
         inner.lines.clear();
         inner.bytes = 0;
         inner.projector = projector;
+        inner.requested = None;
         clear_pieces(&mut inner);
         drop(inner);
         self.changed();
+    }
+
+    /// The request this turn's stream said it waits for, if it did.
+    pub fn requested(&self) -> Option<Pending> {
+        lock(&self.inner).requested.clone()
     }
 
     /// A record was journaled: the line it adds, if any.
@@ -152,6 +163,9 @@ impl Live {
         let Some(event) = inner.projector.event(record) else {
             return;
         };
+        if let EventKind::InputRequested { request, .. } = &event.kind {
+            inner.requested = Some(Pending::of(request));
+        }
         let index = inner.next;
         let bytes = line(index, &event);
         inner.bytes += bytes.len();
@@ -198,7 +212,10 @@ impl Live {
 
     /// A turn is coming (queued): readers wait for it.
     pub fn activate(&self) {
-        lock(&self.inner).active = true;
+        let mut inner = lock(&self.inner);
+        inner.active = true;
+        inner.requested = None;
+        drop(inner);
         self.changed();
     }
 

@@ -35,12 +35,15 @@ use crate::session::{show, store};
 /// The variable that holds the token clients must send.
 pub const TOKEN_VAR: &str = "EVE_SERVE_TOKEN";
 
+pub use guard::Token;
+
 /// What `eve serve` was asked for.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub addr: SocketAddr,
-    /// `EVE_SERVE_TOKEN`: every API request but `health` must carry it.
-    pub token: Option<String>,
+    /// `EVE_SERVE_TOKEN`, or one made at start: every API request but `health` must
+    /// carry it (or the page's cookie).
+    pub token: Token,
     /// `--cors`: the one origin whose pages may call the API.
     pub cors: Option<String>,
     /// Turns running at once; more wait for a place.
@@ -55,14 +58,14 @@ pub struct Config {
     pub options: RunOptions,
 }
 
-/// Why a listening address is refused: a non-loopback address without a token would
-/// let anyone who reaches it run the agent's tools on this machine.
+/// Why a listening address is refused: a non-loopback address needs a token the person
+/// chose, since its clients are elsewhere and the one eve makes is printed only here.
 pub fn check_addr(addr: &SocketAddr, has_token: bool) -> Result<(), String> {
     if has_token || addr.ip().is_loopback() {
         return Ok(());
     }
     Err(format!(
-        "refusing to listen on {addr} without a token: anyone who can reach that address could run this agent's tools on this machine. Set {TOKEN_VAR} (clients then send `Authorization: Bearer <token>`), or listen on a loopback address such as 127.0.0.1:8787"
+        "refusing to listen on {addr} without {TOKEN_VAR}: its clients are elsewhere, and the token eve would make is printed only on this terminal. Set {TOKEN_VAR} (clients then send `Authorization: Bearer <token>`), or listen on a loopback address such as 127.0.0.1:8787"
     ))
 }
 
@@ -74,8 +77,8 @@ pub struct State {
     manifest: Arc<Manifest>,
     /// The body of `GET /eve/v1/info`.
     info: Value,
-    /// The token's digest (see [`guard`]).
-    token: Option<[u8; 32]>,
+    /// Who may call (see [`guard`]).
+    keys: guard::Keys,
     index: index::Index,
     turns: Arc<Semaphore>,
     readers: Arc<Semaphore>,
@@ -90,15 +93,39 @@ pub struct State {
     restate: Option<restate::Backend>,
 }
 
+/// How the person gets in, told once the server listens.
+#[derive(Debug)]
+pub struct Access<'a> {
+    /// The page's one-time login link.
+    pub link: String,
+    /// The token eve made, when the person chose none (API clients need it).
+    pub made: Option<&'a str>,
+}
+
+/// The keys of a server listening at `local`, and how the person gets in.
+fn access(token: &Token, local: SocketAddr) -> Result<(guard::Keys, String), String> {
+    let (keys, code) = guard::Keys::new(token, local.port())?;
+    let host = match local.ip() {
+        ip if ip.is_unspecified() => {
+            SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port())
+        }
+        _ => local,
+    };
+    Ok((keys, format!("http://{host}/?login={code}")))
+}
+
 /// Serves `manifest`, built from `agent_dir`, until SIGTERM or Ctrl-C. `ready` gets the
-/// address it listens on once it does.
+/// address it listens on once it does, and how the person gets in. `running` is the
+/// server's marker: it ends with the last check of the agent's definition, unless a
+/// check failed.
 pub async fn serve(
     manifest: Manifest,
     agent_dir: &Path,
     config: Config,
-    ready: impl FnOnce(SocketAddr, &[String]),
+    running: crate::review::Running,
+    ready: impl FnOnce(SocketAddr, &[String], &Access<'_>),
 ) -> Result<(), String> {
-    check_addr(&config.addr, config.token.is_some())?;
+    check_addr(&config.addr, config.token.chosen)?;
     let agent_dir = agent_dir
         .canonicalize()
         .map_err(|e| format!("`{}`: {e}", agent_dir.display()))?;
@@ -107,8 +134,15 @@ pub async fn serve(
     // process and kept (not made and removed each turn).
     let mut config = config;
     config.options.sandbox = sandbox;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+    let (keys, link) = access(&config.token, local)?;
     let state = Arc::new(State {
-        token: config.token.as_deref().map(guard::digest),
+        keys,
         turns: Arc::new(Semaphore::new(config.max_turns.max(1))),
         readers: Arc::new(Semaphore::new(config.max_readers)),
         agent_dir,
@@ -118,7 +152,7 @@ pub async fn serve(
         shutdown: CancellationToken::new(),
         abort: CancellationToken::new(),
         tasks: TaskTracker::new(),
-        changes: Arc::default(),
+        changes: Arc::new(changes::Changes::new(running)),
         restate: None,
         config,
     });
@@ -129,14 +163,9 @@ pub async fn serve(
     for note in notes {
         eprintln!("note: {note}");
     }
-    let listener = tokio::net::TcpListener::bind(state.config.addr)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
     watch_signals(state.shutdown.clone())?;
-    ready(local, &warnings);
+    let made = (!state.config.token.chosen).then(|| state.config.token.reveal());
+    ready(local, &warnings, &Access { link, made });
     let checker = state.changes.spawn(
         state.agent_dir.clone(),
         state.manifest.clone(),
@@ -170,6 +199,7 @@ pub async fn serve(
     // The last turns may have ended after the checker stopped.
     let _ = checker.await;
     state.changes.check(&state.agent_dir, &state.manifest).await;
+    state.changes.end();
     match server.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),

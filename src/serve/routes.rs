@@ -34,6 +34,7 @@ pub fn router(state: Arc<State>) -> Router {
         .route("/page.js", get(page::script))
         .route("/page.css", get(page::style))
         .route("/eve/v1/health", get(health))
+        .route("/eve/v1/login", post(page::login))
         .route("/eve/v1/info", get(info))
         .route("/eve/v1/sessions", get(list))
         .route("/eve/v1/session", post(create))
@@ -296,39 +297,104 @@ pub(crate) fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
     .with("pending", json!(pending))
 }
 
-/// Starts `job` in session `id` when its entry allows it (`check`), or says why not.
+/// What a request made of a session.
+enum Started {
+    /// A job was started.
+    Job(Job, Arc<Live>, tokio_util::sync::CancellationToken),
+    /// An answer was kept for the turn that is parking on its request.
+    Queued,
+}
+
+/// Starts `job` in session `id` when its entry allows it (`check`), or says why not. While
+/// a turn is queued or running, the session is busy unless `while_running` takes the
+/// request (an answer for the request the turn parks on).
 async fn start(
     state: &Arc<State>,
     id: &str,
+    while_running: impl FnOnce(&mut Entry) -> Option<Result<(), ApiError>>,
     check: impl FnOnce(&Entry) -> Result<Job, ApiError>,
 ) -> Result<Response, ApiError> {
     let path = session_path(state, id)?;
-    let in_use = tokio::task::spawn_blocking(move || crate::session::in_use(&path))
-        .await
-        .unwrap_or(false);
-    let started = state
-        .index
-        .with(id, |entry| {
-            if matches!(entry.status, Status::Queued | Status::Running) {
-                return Err(busy(id));
+    let (mut while_running, mut check) = (Some(while_running), Some(check));
+    // Whether another eve process holds the log is asked outside the index's lock; it
+    // counts only when no job of this server held it meanwhile (one settling in
+    // between is asked again), or this server's own turn would be taken for another's.
+    for _ in 0..3 {
+        let (settled, running) = state
+            .index
+            .with(id, |e| {
+                (
+                    e.settled,
+                    matches!(e.status, Status::Queued | Status::Running),
+                )
+            })
+            .ok_or_else(|| ApiError::no_session(id))?;
+        let in_use = if running {
+            false
+        } else {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || crate::session::in_use(&path))
+                .await
+                .unwrap_or(false)
+        };
+        let started = state
+            .index
+            .with(id, |entry| {
+                if entry.settled != settled {
+                    return Ok(None);
+                }
+                if matches!(entry.status, Status::Queued | Status::Running) {
+                    let taken = while_running.take().and_then(|take| take(entry));
+                    return match taken {
+                        Some(taken) => taken.map(|()| Some(Started::Queued)),
+                        None => Err(busy(id)),
+                    };
+                }
+                let Some(check) = check.take() else {
+                    return Err(busy(id));
+                };
+                let job = check(entry)?;
+                if in_use {
+                    return Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        "session_busy",
+                        format!("another eve process is using session {id}; wait for it to end"),
+                    ));
+                }
+                let cancel = state.abort.child_token();
+                entry.status = Status::Queued;
+                entry.cancel = Some(cancel.clone());
+                Ok(Some(Started::Job(job, Index::live_for_turn(entry), cancel)))
+            })
+            .ok_or_else(|| ApiError::no_session(id))??;
+        match started {
+            None => continue,
+            Some(Started::Queued) => return Ok(accepted(id)),
+            Some(Started::Job(job, live, cancel)) => {
+                jobs::spawn(state, id.to_string(), job, live, cancel);
+                return Ok(accepted(id));
             }
-            let job = check(entry)?;
-            if in_use {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "session_busy",
-                    format!("another eve process is using session {id}; wait for it to end"),
-                ));
-            }
-            let cancel = state.abort.child_token();
-            entry.status = Status::Queued;
-            entry.cancel = Some(cancel.clone());
-            Ok((job, Index::live_for_turn(entry), cancel))
-        })
-        .ok_or_else(|| ApiError::no_session(id))??;
-    let (job, live, cancel) = started;
-    jobs::spawn(state, id.to_string(), job, live, cancel);
-    Ok(accepted(id))
+        }
+    }
+    Err(busy(id))
+}
+
+/// While a turn runs: an answer for the request its stream said it waits for is kept,
+/// and the turn resumes with it once it has parked. Anything else is busy.
+fn answer_while_parking(
+    entry: &mut Entry,
+    responses: &mut Option<Vec<InputResponse>>,
+) -> Option<Result<(), ApiError>> {
+    if entry.answer.is_some() {
+        return None;
+    }
+    let pending = entry.live.upgrade()?.requested()?;
+    let resolution = responses
+        .take()
+        .map(|responses| resolution(&pending, responses))?;
+    Some(resolution.map(|resolution| {
+        entry.answer = Some((pending.request_id, resolution));
+    }))
 }
 
 async fn send(
@@ -348,23 +414,35 @@ async fn send(
                 message,
                 new: false,
             };
-            start(&state, &id, |entry| match entry.status {
-                Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
-                _ => Ok(job),
-            })
+            start(
+                &state,
+                &id,
+                |_| None,
+                |entry| match entry.status {
+                    Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
+                    _ => Ok(job),
+                },
+            )
             .await
         }
         (None, Some(responses)) => {
-            start(&state, &id, |entry| match &entry.pending {
-                Some(pending) if entry.status == Status::Waiting => {
-                    resolution(pending, responses).map(Job::Resume)
-                }
-                _ => Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "session_not_active",
-                    format!("session {id} is not waiting for an answer or an approval"),
-                )),
-            })
+            // Either closure takes the responses, whichever the session's state calls.
+            let responses = std::sync::Mutex::new(Some(responses));
+            start(
+                &state,
+                &id,
+                |entry| answer_while_parking(entry, &mut crate::sync::lock(&responses)),
+                |entry| match (&entry.pending, crate::sync::lock(&responses).take()) {
+                    (Some(pending), Some(responses)) if entry.status == Status::Waiting => {
+                        resolution(pending, responses).map(Job::Resume)
+                    }
+                    _ => Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        "session_not_active",
+                        format!("session {id} is not waiting for an answer or an approval"),
+                    )),
+                },
+            )
             .await
         }
         (Some(_), Some(_)) => Err(ApiError::invalid(
@@ -387,10 +465,15 @@ async fn compact(
         backend.accept(&id, RestateJob::Compact, false).await?;
         return Ok(accepted(&id));
     }
-    start(&state, &id, |entry| match entry.status {
-        Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
-        _ => Ok(Job::Compact),
-    })
+    start(
+        &state,
+        &id,
+        |_| None,
+        |entry| match entry.status {
+            Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
+            _ => Ok(Job::Compact),
+        },
+    )
     .await
 }
 
@@ -429,7 +512,7 @@ async fn cancel(
     match running {
         Some(true) => Ok(cancelled()),
         Some(false) => {
-            start(&state, &id, |_| Ok(Job::CancelParked)).await?;
+            start(&state, &id, |_| None, |_| Ok(Job::CancelParked)).await?;
             Ok(cancelled())
         }
         None => Ok(axum::Json(json!({"ok": true, "status": "no_active_turn"})).into_response()),

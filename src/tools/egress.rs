@@ -3,7 +3,8 @@
 //! redirect's — is resolved first and refused when any of its addresses is not public
 //! (loopback, private, link-local…); the connection is then pinned to the checked
 //! addresses, so that DNS cannot answer differently between the check and the connect.
-//! Redirects are followed here, hop by hop, never by the HTTP client.
+//! Redirects are followed here, hop by hop, never by the HTTP client; a tool whose URL
+//! fixes an origin (scheme, host and port) is never taken off it, by a value or a redirect.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -25,8 +26,40 @@ pub struct Policy<'a> {
     /// Whether loopback, private, link-local… addresses may be reached.
     pub allow_private: bool,
     pub user_agent: &'a str,
-    /// The host every hop must be on, when the tool fixes one.
-    pub fixed_host: Option<&'a str>,
+    /// The origin every hop must be on, when the tool fixes one.
+    pub fixed_origin: Option<&'a Origin>,
+}
+
+/// An origin a tool's URL fixes: scheme, host and port. A redirect to another port of
+/// the same host is another server (`127.0.0.1:9999`), so the port counts too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// `http` or `https`, lowercase.
+    pub scheme: String,
+    /// As [`Url::host_str`] writes it: lowercase, an IPv6 address in brackets.
+    pub host: String,
+    /// The port written, or the scheme's.
+    pub port: u16,
+}
+
+impl Origin {
+    /// Why `url` is not on this origin, if it is not.
+    fn refuses(&self, url: &Url) -> Option<String> {
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(0);
+        let same = url.scheme() == self.scheme
+            && host.eq_ignore_ascii_case(&self.host)
+            && port == self.port;
+        (!same).then(|| {
+            format!(
+                "the tool's URL is on `{}://{}:{}`, and this one is on `{}://{host}:{port}`",
+                self.scheme,
+                self.host,
+                self.port,
+                url.scheme()
+            )
+        })
+    }
 }
 
 /// One request to send.
@@ -51,13 +84,8 @@ pub async fn send(policy: &Policy<'_>, mut request: Request) -> Result<reqwest::
             format!("{url} (redirected from {start})")
         };
         check_scheme(&url).map_err(|e| format!("Cannot fetch {what}: {e}"))?;
-        if let Some(fixed) = policy.fixed_host {
-            let host = url.host_str().unwrap_or_default();
-            if !host.eq_ignore_ascii_case(fixed) {
-                return Err(format!(
-                    "Refused to fetch {what}: the tool's URL is on the host `{fixed}`, and this one is on `{host}`."
-                ));
-            }
+        if let Some(why) = policy.fixed_origin.and_then(|o| o.refuses(&url)) {
+            return Err(format!("Refused to fetch {what}: {why}."));
         }
         let client = client_for(policy, &url, &what).await?;
         let mut builder = client

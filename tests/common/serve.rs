@@ -1,5 +1,7 @@
 //! `eve serve` on an agent in a temporary folder, for end-to-end tests of the API: the
-//! real binary on 127.0.0.1 with a port the system chose, and an HTTP client for it.
+//! real binary on 127.0.0.1 with a port the system chose, and an HTTP client for it that
+//! sends the server's token (`EVE_SERVE_TOKEN` when the test sets it, else the one the
+//! server printed), as any client must.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -34,6 +36,10 @@ pub struct Served {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     pub dir: PathBuf,
+    /// The token every API request carries.
+    pub token: String,
+    /// The page's one-time login link, as printed.
+    pub login: String,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -62,26 +68,49 @@ impl Served {
         let collected = stderr.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let addr = rest.split('/').next().unwrap_or_default().to_string();
-                    let _ = tx.send(addr);
+                let after = |mark: &str, end: char| {
+                    line.split(mark)
+                        .nth(1)
+                        .map(|rest| rest.split(end).next().unwrap_or_default().to_string())
+                };
+                if let Some(addr) = after("listening on http://", '/') {
+                    let _ = tx.send(("addr", addr));
+                }
+                if let Some(link) = after("eve serve: open ", ' ') {
+                    let _ = tx.send(("login", link));
+                }
+                if let Some(token) = after("API clients send `Authorization: Bearer ", '`') {
+                    let _ = tx.send(("token", token));
                 }
                 let mut all = collected.lock().unwrap();
                 all.push_str(&line);
                 all.push('\n');
             }
         });
-        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(addr) => addr,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("eve serve did not start:\n{}", stderr.lock().unwrap());
+        let chosen = env
+            .iter()
+            .find(|(k, _)| *k == "EVE_SERVE_TOKEN")
+            .map(|(_, v)| v.to_string());
+        let (mut addr, mut login, mut token) = (None, None, chosen.clone());
+        while addr.is_none() || login.is_none() || token.is_none() {
+            match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(("addr", value)) => addr = Some(value),
+                Ok(("login", value)) => login = Some(value),
+                // The line names the variable when the test chose the token.
+                Ok(("token", value)) if chosen.is_none() => token = Some(value),
+                Ok(_) => {}
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("eve serve did not start:\n{}", stderr.lock().unwrap());
+                }
             }
-        };
+        }
         Served {
             child,
-            url: format!("http://{addr}"),
+            url: format!("http://{}", addr.unwrap()),
             dir: dir.to_path_buf(),
+            token: token.unwrap(),
+            login: login.unwrap(),
             stderr,
         }
     }
@@ -211,7 +240,8 @@ impl Served {
         self.call_with(method, path, body, &[])
     }
 
-    /// Like [`Served::call`], with more headers.
+    /// Like [`Served::call`], with more headers (an `Authorization` among them replaces
+    /// the server's token).
     pub fn call_with(
         &self,
         method: &str,
@@ -219,8 +249,32 @@ impl Served {
         body: Option<&str>,
         headers: &[(&str, &str)],
     ) -> Answer {
+        self.anonymous(method, path, body, &self.with_token(headers))
+    }
+
+    /// `headers` and, unless they hold one, the server's token.
+    pub fn with_token<'a>(&'a self, headers: &[(&'a str, &'a str)]) -> Vec<(&'a str, String)> {
+        let mut all: Vec<(&str, String)> =
+            headers.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            all.push(("Authorization", format!("Bearer {}", self.token)));
+        }
+        all
+    }
+
+    /// `METHOD PATH` with exactly `headers`: no token unless they carry one.
+    pub fn anonymous(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        headers: &[(&str, String)],
+    ) -> Answer {
         let mut all = vec![("Content-Type", "application/json")];
-        all.extend_from_slice(headers);
+        all.extend(headers.iter().map(|(k, v)| (*k, v.as_str())));
         let (status, headers, body) =
             request(&self.url, method, path, &all, body.map(str::as_bytes));
         let session_header = headers
@@ -251,10 +305,23 @@ impl Served {
         answer.body["sessionId"].as_str().unwrap().to_string()
     }
 
+    /// A raw request with the server's token (unless `headers` hold an
+    /// `Authorization`): status, headers, body.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let all = self.with_token(headers);
+        let all: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        request(&self.url, method, path, &all, body)
+    }
+
     /// The stream of a session with `query`, read to its end: the lines as JSON.
     pub fn stream(&self, id: &str, query: &str) -> Vec<Value> {
-        let (status, _, body) = request(
-            &self.url,
+        let (status, _, body) = self.request(
             "GET",
             &format!("/eve/v1/session/{id}/stream{query}"),
             &[],
@@ -266,6 +333,44 @@ impl Served {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    /// Follows the stream of session `id` from its start and returns the first line
+    /// whose `type` is `wanted`, as soon as it has arrived (the stream stays open
+    /// until then; nothing after it is read).
+    pub fn first_line(&self, id: &str, wanted: &str) -> Value {
+        use std::io::{Read, Write};
+        let addr = self.url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .unwrap();
+        let head = format!(
+            "GET /eve/v1/session/{id}/stream HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            self.token
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut body_at = None;
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            assert!(n > 0, "the stream ended before a `{wanted}` line");
+            raw.extend_from_slice(&buf[..n]);
+            if body_at.is_none() {
+                body_at = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
+            }
+            let Some(at) = body_at else { continue };
+            // Chunk framing aside, the body is NDJSON: look at each whole line.
+            let text = String::from_utf8_lossy(&raw[at..]).into_owned();
+            for line in text.lines().filter(|l| l.starts_with('{')) {
+                if let Ok(value) = serde_json::from_str::<Value>(line)
+                    && value["type"] == wanted
+                {
+                    return value;
+                }
+            }
+        }
     }
 
     /// The session's entry in `GET /eve/v1/sessions`.

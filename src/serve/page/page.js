@@ -1,10 +1,11 @@
 // The chat page of `eve serve`: it uses only the public session API (/eve/v1).
 // Everything from the server is shown as text (textContent), never as HTML.
+// It is let in by an HttpOnly cookie (from the one-time link eve prints, or from the
+// token typed into the form): the script never holds the token.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  token: sessionStorage.getItem("eve-token") || "",
   session: null,
   next: 0,          // the next stream index wanted
   reader: null,     // the AbortController of the open stream
@@ -23,12 +24,11 @@ function el(tag, className, text) {
 
 async function api(method, path, body) {
   const headers = {};
-  if (state.token) headers["Authorization"] = "Bearer " + state.token;
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
   if (response.status === 401) {
     $("token-form").hidden = false;
-    setStatus("this server needs its token: type it above");
+    setStatus("this server needs its token (eve serve printed it at start): type it above");
     throw new Error("unauthorized");
   }
   return response;
@@ -226,8 +226,7 @@ async function follow() {
   setStatus("working…");
   $("cancel").hidden = false;
   try {
-    const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
-    const response = await fetch("/eve/v1/session/" + session + "/stream?startIndex=" + state.next, { headers, signal: controller.signal });
+    const response = await fetch("/eve/v1/session/" + session + "/stream?startIndex=" + state.next, { credentials: "same-origin", signal: controller.signal });
     if (!response.ok) { notice("the stream could not be read (HTTP " + response.status + ")", true); return; }
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
@@ -333,10 +332,20 @@ async function start() {
   $("compact").addEventListener("click", async () => {
     if (state.session) await settle(await api("POST", "/eve/v1/session/" + state.session + "/compact"));
   });
-  $("token-form").addEventListener("submit", (e) => {
+  $("token-form").addEventListener("submit", async (e) => {
     e.preventDefault();
-    state.token = $("token").value.trim();
-    sessionStorage.setItem("eve-token", state.token);
+    const token = $("token").value.trim();
+    $("token").value = "";
+    const response = await fetch("/eve/v1/login", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      credentials: "same-origin",
+      body: JSON.stringify({ token }),
+    }).catch(() => null);
+    if (!response || !response.ok) {
+      setStatus("that is not this server's token");
+      return;
+    }
     $("token-form").hidden = true;
     loadInfo();
   });

@@ -73,9 +73,10 @@ pub async fn serve(
     agent_dir: &Path,
     config: Config,
     restate: Restate,
-    ready: impl FnOnce(&Ready, &[String]),
+    running: crate::review::Running,
+    ready: impl FnOnce(&Ready, &[String], &super::Access<'_>),
 ) -> Result<(), String> {
-    super::check_addr(&config.addr, config.token.is_some())?;
+    super::check_addr(&config.addr, config.token.chosen)?;
     check_endpoint(&restate.endpoint, restate.identity_key.is_some())?;
     let agent_dir = agent_dir
         .canonicalize()
@@ -86,6 +87,7 @@ pub async fn serve(
         manifest.clone(),
         agent_dir.clone(),
         config.options.clone(),
+        Arc::new(super::changes::Changes::new(running)),
     ));
     let options = ServiceOptions::new()
         // A tool call may run for long without a word to Restate: it must not be taken
@@ -114,8 +116,15 @@ pub async fn serve(
         .local_addr()
         .map_err(|e| format!("cannot listen for Restate on {}: {e}", restate.endpoint))?;
     let backend = Backend::new(&restate.ingress, restate.admin.as_deref())?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+    let api = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
+    let (keys, link) = super::access(&config.token, api)?;
     let state = Arc::new(State {
-        token: config.token.as_deref().map(super::guard::digest),
+        keys,
         turns: Arc::new(tokio::sync::Semaphore::new(config.max_turns.max(1))),
         readers: Arc::new(tokio::sync::Semaphore::new(config.max_readers)),
         agent_dir,
@@ -129,12 +138,6 @@ pub async fn serve(
         restate: Some(backend),
         config,
     });
-    let listener = tokio::net::TcpListener::bind(state.config.addr)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
-    let api = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {}: {e}", state.config.addr))?;
     super::watch_signals(shutdown.clone())?;
     let served = tokio::spawn(serve_endpoint(
         endpoint,
@@ -146,6 +149,7 @@ pub async fn serve(
         (Some(admin), true) => Some(register(admin, endpoint_addr).await?),
         _ => None,
     };
+    let made = (!state.config.token.chosen).then(|| state.config.token.reveal());
     ready(
         &Ready {
             api,
@@ -153,6 +157,7 @@ pub async fn serve(
             registered,
         },
         &warnings,
+        &super::Access { link, made },
     );
     let checker = worker.changes.spawn(
         state.agent_dir.clone(),
@@ -180,6 +185,7 @@ pub async fn serve(
         .changes
         .check(&state.agent_dir, &state.manifest)
         .await;
+    worker.changes.end();
     match front.await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("the server stopped: {e}")),

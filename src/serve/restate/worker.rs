@@ -31,7 +31,12 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(manifest: Manifest, agent_dir: PathBuf, options: RunOptions) -> Worker {
+    pub fn new(
+        manifest: Manifest,
+        agent_dir: PathBuf,
+        options: RunOptions,
+        changes: Arc<Changes>,
+    ) -> Worker {
         let hold = std::env::var(HOLD_AFTER_VAR)
             .ok()
             .filter(|h| !h.is_empty())
@@ -40,7 +45,7 @@ impl Worker {
             manifest: Arc::new(manifest),
             agent_dir,
             options,
-            changes: Arc::default(),
+            changes,
             hold,
         }
     }

@@ -139,7 +139,7 @@ impl WebFetchTool {
         let policy = egress::Policy {
             allow_private: self.allow_private,
             user_agent: USER_AGENT,
-            fixed_host: None,
+            fixed_origin: None,
         };
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(ACCEPT, reqwest::header::HeaderValue::from_static(ACCEPT_VALUE));

@@ -143,11 +143,11 @@ impl HttpTool {
             };
             headers.append(header, value);
         }
-        let fixed_host = literal_host(&self.url);
+        let fixed_origin = literal_origin(&self.url);
         let policy = egress::Policy {
             allow_private: self.allow_private,
             user_agent: USER_AGENT,
-            fixed_host: fixed_host.as_deref(),
+            fixed_origin: fixed_origin.as_ref(),
         };
         let outgoing = egress::Request {
             method,
@@ -190,34 +190,60 @@ impl HttpTool {
 
 const USER_AGENT: &str = concat!("eve/", env!("CARGO_PKG_VERSION"));
 
-/// The host a URL template writes out before any template tag (`https://api.example.com/…`
-/// or `https://api.example.com{{ input.path }}`), if it does: every URL the tool requests
-/// must be on it, so that a model value cannot move the request elsewhere
-/// (`@127.0.0.1/secret`). A template that leaves the host to a value fixes none.
-pub fn literal_host(template: &str) -> Option<String> {
+/// The origin a URL template writes out before any template tag
+/// (`https://api.example.com/…`, `http://127.0.0.1:8080{{ input.path }}`), if it does:
+/// every URL the tool requests, and every redirect it follows, must be on it, so that a
+/// model value or a server cannot move the request elsewhere (`@127.0.0.1/secret`, a
+/// redirect to another port). A template that leaves the host (or a port after a `:`,
+/// which reads the same as `user:{{ env.PASS }}@host`) to a value fixes none; one that
+/// writes no port fixes the scheme's.
+pub fn literal_origin(template: &str) -> Option<egress::Origin> {
     let tag = ["{{", "{%", "{#"]
         .iter()
         .filter_map(|open| template.find(open))
         .min()
         .unwrap_or(template.len());
     let literal = template[..tag].trim_start();
-    let (_, after) = literal.split_once("://")?;
+    let (scheme, after) = literal.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
     let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
     let authority = &after[..authority_end];
+    // The authority is whole when something follows it, or no tag does.
+    let whole = authority_end < after.len() || tag == template.len();
     let host_port = match authority.rsplit_once('@') {
         Some((_, host)) => host,
         // `https://user:{{ env.PASS }}@host`: the host is not written yet.
-        None if authority_end == after.len() && authority.ends_with(':') => return None,
+        None if !whole && authority.ends_with(':') => return None,
         None => authority,
     };
-    let host = if host_port.starts_with('[') {
-        host_port.find(']').map(|end| &host_port[..=end])?
+    let (host, port) = if host_port.starts_with('[') {
+        let end = host_port.find(']')?;
+        (&host_port[..=end], host_port[end + 1..].strip_prefix(':'))
     } else {
-        host_port.split(':').next().unwrap_or_default()
+        match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        }
     };
     // `https://api.{{ input.zone }}.com`: the value finishes the host.
-    let partial = authority_end == after.len() && host.ends_with(['.', '-']);
-    (!host.is_empty() && !partial).then(|| host.to_ascii_lowercase())
+    if host.is_empty() || (!whole && port.is_none() && host.ends_with(['.', '-'])) {
+        return None;
+    }
+    let default = match scheme.as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    // Digits a value could lengthen (`:80{{ "81" }}`) still fix the port written.
+    let port = match port {
+        Some("") | None => default,
+        Some(digits) => digits.parse().ok()?,
+    };
+    Some(egress::Origin {
+        scheme,
+        host: host.to_ascii_lowercase(),
+        port,
+    })
 }
 
 impl ToolExec for HttpTool {
@@ -267,31 +293,46 @@ mod tests {
     }
 
     #[test]
-    fn the_literal_host_of_a_url_template() {
-        for (template, host) in [
+    fn the_literal_origin_of_a_url_template() {
+        let origin = |scheme: &str, host: &str, port: u16| {
+            Some(egress::Origin {
+                scheme: scheme.into(),
+                host: host.into(),
+                port,
+            })
+        };
+        for (template, fixed) in [
             (
                 "https://api.example.com/v1/{{ input.x }}",
-                Some("api.example.com"),
+                origin("https", "api.example.com", 443),
             ),
             (
                 "http://api.example.com{{ input.path }}",
-                Some("api.example.com"),
+                origin("http", "api.example.com", 80),
             ),
             (
-                "http://API.example.com:8080{{ input.path }}",
-                Some("api.example.com"),
+                "HTTP://API.example.com:8080{{ input.path }}",
+                origin("http", "api.example.com", 8080),
+            ),
+            (
+                "http://127.0.0.1:8080/api",
+                origin("http", "127.0.0.1", 8080),
             ),
             (
                 "https://user@api.example.com/{{ input.x }}",
-                Some("api.example.com"),
+                origin("https", "api.example.com", 443),
             ),
             ("https://user:{{ env.PASS }}@api.example.com/", None),
-            ("http://[::1]:80/{{ input.x }}", Some("[::1]")),
+            ("http://localhost:{{ env.PORT }}/x", None),
+            ("http://[::1]:80/{{ input.x }}", origin("http", "[::1]", 80)),
+            ("http://[::1]/x", origin("http", "[::1]", 80)),
             ("{{ env.BASE }}/x", None),
             ("https://{{ input.host }}/", None),
             ("https://api.{{ input.zone }}.com/", None),
+            ("ftp://example.com/", None),
+            ("http://example.com:99999/", None),
         ] {
-            assert_eq!(literal_host(template).as_deref(), host, "{template}");
+            assert_eq!(literal_origin(template), fixed, "{template}");
         }
     }
 }
