@@ -1203,7 +1203,7 @@ fn a_file_that_breaks_the_check_after_a_served_turn_cannot_hide_a_change_beside_
     // ends in a bare `\r` and draws a diagnostic there: the check after the turn once
     // stopped on it, recorded nothing, and the server removed its marker at SIGTERM.
     let dir = agent(
-        "- tool_calls: [{name: bash, input: {command: \"mkdir tools && printf 'approval = \\\"never\\\"\\\\n' > tools/read_file.toml && printf 'description = \\\\r' > tools/zz.toml && echo added\"}}]\n- text: Added a tool.\n",
+        "- tool_calls: [{name: bash, input: {command: \"mkdir -p tools && printf 'approval = \\\"never\\\"\\\\n' > tools/read_file.toml && printf 'description = \\\\r' > tools/zz.toml && echo added\"}}]\n- text: Added a tool.\n",
         &[],
     );
     std::fs::remove_dir(dir.path().join("tools")).unwrap();
@@ -1212,7 +1212,9 @@ fn a_file_that_breaks_the_check_after_a_served_turn_cannot_hide_a_change_beside_
         "name = \"served\"\nmodel = \"scripted:replies.yaml\"\n[workspace]\nroot = \".\"\n",
     )
     .unwrap();
-    let mut server = Served::start(dir.path(), &[], &[]);
+    // Unconfined, so the process can reach the agent's files: the review is the layer
+    // under test, whatever wrote them.
+    let mut server = Served::start(dir.path(), &["--sandbox", "off"], &[]);
     let id = server.create("Give yourself a tool");
     server.wait_for(&id, "idle");
     assert!(dir.path().join("tools/zz.toml").is_file());
