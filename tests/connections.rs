@@ -941,6 +941,7 @@ fn server_everything_over_stdio() {
         "HOME",
         "LANG",
         "PATH",
+        "PYTHONSAFEPATH",
         "TMPDIR",
         "XDG_CACHE_HOME",
         "npm_config_cache",
