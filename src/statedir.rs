@@ -271,6 +271,20 @@ impl StateDir {
         self.open_write(name, OFlags::APPEND | OFlags::CREATE)
     }
 
+    /// Opens the file `name` to overwrite it in place (and read it), creating it if
+    /// missing. Whatever else holds the name (a link, symbolic or hard, a FIFO, a device)
+    /// is removed first and a regular file of one name made in its place: nothing is
+    /// written through it.
+    pub fn rewrite(&self, name: &str) -> io::Result<File> {
+        match self.open_write(name, OFlags::CREATE) {
+            Ok(file) => Ok(file),
+            Err(_) => {
+                self.remove(name)?;
+                self.open_write(name, OFlags::CREATE | OFlags::EXCL)
+            }
+        }
+    }
+
     /// Opens the existing regular file `name` to write to it (and read it), never through
     /// a link, symbolic or hard.
     pub fn open_existing(&self, name: &str) -> io::Result<File> {

@@ -446,6 +446,94 @@ fn as_root_a_sandboxed_process_holds_no_capability_and_makes_no_device_node() {
     );
 }
 
+/// The sandbox of a person who is not root (most people): the launcher enters a user
+/// namespace of its own to make the binds and each call's PID namespace, so it must
+/// write its `uid_map` before it stops being dumpable (a launcher that was not dumpable
+/// first could not, and no tool started). Run here as nobody when the tests run as root,
+/// as CI does.
+#[test]
+fn as_an_unprivileged_user_a_sandboxed_process_is_confined_the_same_way() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !supported() || !root() {
+        eprintln!("skipped: the test becomes nobody, which needs root");
+        return;
+    }
+    let agent = Agent::new(
+        "",
+        false,
+        &bash(
+            "id -u; grep -E '^(Cap(Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status; \
+             touch ../outside || echo refused-outside; touch inside && echo wrote-inside; \
+             kill -0 $PPID 2>/dev/null || echo cannot-signal-the-supervisor",
+        ),
+    );
+    // The binary may sit below a folder nobody cannot enter (a clone in /root): a link,
+    // or a copy, beside the agent.
+    let binary = agent.base.join("eve");
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_eve"));
+    if std::fs::hard_link(&built, &binary).is_err() {
+        std::fs::copy(&built, &binary).unwrap();
+    }
+    let home = agent.base.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    for entry in walkdir::WalkDir::new(&agent.base) {
+        let entry = entry.unwrap();
+        let mode = if entry.file_type().is_dir() {
+            0o777
+        } else {
+            0o755
+        };
+        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let mut command = std::process::Command::new(&binary);
+    command
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &home)
+        .env("NO_COLOR", "1")
+        .env("EVE_SCRIPTED_LOG", agent.base.join("requests.jsonl"))
+        .current_dir(&agent.workspace)
+        .arg("run")
+        .arg(&agent.dir)
+        .args(["--workspace", agent.workspace.to_str().unwrap(), "go"])
+        .stdin(std::process::Stdio::null());
+    // SAFETY: between fork and exec, only the three system calls that become nobody.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = agent.first_result();
+    assert!(seen.starts_with("exit code: 0"), "{seen}");
+    assert!(seen.contains("65534"), "{seen}");
+    for set in ["CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            seen.contains(&format!("{set}:\t0000000000000000")),
+            "{set} is not empty: {seen}"
+        );
+    }
+    assert!(seen.contains("NoNewPrivs:\t1"), "{seen}");
+    assert!(seen.contains("Seccomp:\t2"), "{seen}");
+    assert!(seen.contains("refused-outside"), "{seen}");
+    assert!(!agent.base.join("outside").exists());
+    assert!(seen.contains("wrote-inside"), "{seen}");
+    assert!(seen.contains("cannot-signal-the-supervisor"), "{seen}");
+}
+
 /// Finding 1 again: through a terminal it can open (read-only, as any file), a process
 /// of the model's cannot inject input (`TIOCSTI`): the seccomp filter refuses it.
 #[test]

@@ -573,7 +573,7 @@ fn the_scripted_models_place_is_never_kept_through_a_planted_link_or_fifo() {
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let id = session_id(&first);
     let place = agent.dir.join(format!(".eve/sessions/{id}.scripted"));
-    assert_eq!(std::fs::read_to_string(&place).unwrap(), "1");
+    assert_eq!(std::fs::read_to_string(&place).unwrap().trim(), "1");
     let victim = agent.workspace.join("precious");
     std::fs::write(&victim, "precious").unwrap();
     std::fs::remove_file(&place).unwrap();

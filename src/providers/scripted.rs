@@ -26,9 +26,10 @@ pub struct ScriptedProvider {
     next: Mutex<usize>,
     /// `EVE_SCRIPTED_LOG`: every request is appended to this file as one JSON line.
     log: Option<PathBuf>,
-    /// Where the position in the script is kept for a logged session: the sessions
-    /// folder, held open, and the file's name in it.
-    cursor_file: Mutex<Option<(crate::statedir::StateDir, String)>>,
+    /// Where the position in the script is kept for a logged session:
+    /// `.eve/sessions/<id>.scripted`, held open and overwritten in place at each reply
+    /// (a rename a reply cost more than the rest of a step's bookkeeping).
+    cursor_file: Mutex<Option<std::fs::File>>,
 }
 
 impl ScriptedProvider {
@@ -93,13 +94,20 @@ impl ScriptedProvider {
             )));
         };
         *next += 1;
-        if let Some((sessions, name)) = lock(&self.cursor_file).as_ref() {
-            // Best effort: losing the place only replays a reply in a later process. By
-            // rename: a link planted at the name is replaced, never written through.
-            let _ = sessions.write(name, next.to_string().as_bytes());
+        if let Some(file) = lock(&self.cursor_file).as_ref() {
+            // Best effort: losing the place only replays a reply in a later process. One
+            // width, so the file never changes size: no truncation, no rename.
+            use std::os::unix::fs::FileExt;
+            let _ = file.write_all_at(place_record(*next).as_bytes(), 0);
         }
         Ok(reply.clone())
     }
+}
+
+/// The place file's contents: the number of replies used, left-aligned in a fixed
+/// width (any place fits), so each write covers the last one whole.
+fn place_record(next: usize) -> String {
+    format!("{next:<20}\n")
 }
 
 /// Parses a script: a YAML list of replies.
@@ -201,7 +209,8 @@ impl Provider for ScriptedProvider {
         {
             *lock(&self.next) = place;
         }
-        *lock(&self.cursor_file) = Some((sessions, name));
+        // A link planted at the name is replaced, never written through (`rewrite`).
+        *lock(&self.cursor_file) = sessions.rewrite(&name).ok();
     }
 
     fn stream<'a>(

@@ -7,13 +7,17 @@
 //!    when eve is not root, which also lets the launcher give each call a PID namespace
 //!    of its own) in which the read-only paths are bound onto themselves read-only, and
 //!    the folders above them onto themselves so they cannot be renamed away;
-//! 2. in each program, before `exec`: `no_new_privs`; every capability dropped
-//!    (bounding set, ambient, permitted, effective, inheritable: as root too, so no
-//!    device nodes, raw sockets or terminal injection);
-//! 3. the Landlock ruleset: read everywhere, write beneath the writable folders (never
-//!    device nodes); signals to processes outside the sandbox refused;
-//! 4. the seccomp filter: no terminal injection (`TIOCSTI`, `TIOCLINUX`), no io_uring,
-//!    and when the network is off no socket but `AF_UNIX`.
+//! 2. at the launcher's start, once ([`Prepared::settle`], inherited by every process
+//!    of the sandbox): `no_new_privs`; an empty bounding set and no ambient or
+//!    inheritable capability, so no `exec` gains one (as root too, so no device nodes,
+//!    raw sockets or terminal injection); the seccomp filter: no terminal injection
+//!    (`TIOCSTI`, `TIOCLINUX`), no io_uring, and when the network is off no socket but
+//!    `AF_UNIX`;
+//! 3. in each program, before `exec` ([`Prepared::restrict`]): the capabilities the
+//!    launcher kept (to make PID namespaces) dropped, and the Landlock ruleset: read
+//!    everywhere, write beneath the writable folders (never device nodes); signals to
+//!    processes outside the program's own domain refused, the launcher and its
+//!    supervisor among them.
 
 use super::{Enforced, Policy, Support};
 use crate::manifest::SandboxMode;
@@ -196,14 +200,37 @@ mod imp {
             Ok(())
         }
 
-        /// Restricts the calling process (a call's program between `fork` and `exec`).
-        /// Only system calls on data built beforehand: no allocation, no locks.
-        pub fn restrict(&self) -> std::io::Result<()> {
+        /// Settles what every process of the sandbox shares, once, in the launcher after
+        /// [`Prepared::enter`] (each call's supervisor and program inherit it):
+        /// `no_new_privs`, an empty bounding set, no ambient or inheritable capability
+        /// (so no `exec` in the sandbox ever gains one, setuid root included), and the
+        /// seccomp filter. The launcher keeps its effective capabilities, which it needs
+        /// to give each call a PID namespace; each program drops them ([`restrict`]).
+        ///
+        /// [`restrict`]: Prepared::restrict
+        pub fn settle(&self) -> Result<(), String> {
+            let fail = |what: &str, e: std::io::Error| format!("cannot {what}: {e}");
             // SAFETY: prctl with integer arguments only sets this process's flag.
             if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-                return Err(std::io::Error::last_os_error());
+                return Err(fail("set no_new_privs", std::io::Error::last_os_error()));
             }
-            drop_capabilities(self.last_cap)?;
+            empty_bounding_set(self.last_cap)
+                .map_err(|e| fail("drop the capability bounding set", e))?;
+            clear_inheritable().map_err(|e| fail("clear the inheritable capabilities", e))?;
+            if let Some(filter) = &self.seccomp {
+                seccompiler::apply_filter(filter)
+                    .map_err(|e| format!("cannot apply the seccomp filter: {e}"))?;
+            }
+            Ok(())
+        }
+
+        /// Restricts the calling process (a call's program between `fork` and `exec`),
+        /// beyond what [`Prepared::settle`] gave the launcher: no capability at all, and a
+        /// Landlock domain of its own (nested in the launcher's when it has one), so it
+        /// can neither signal nor trace its supervisor or the launcher. Only system calls
+        /// on data built beforehand: no allocation, no locks.
+        pub fn restrict(&self) -> std::io::Result<()> {
+            drop_capabilities()?;
             if let Some(ruleset) = &self.ruleset {
                 // SAFETY: the descriptor is a Landlock ruleset this process owns.
                 let done = unsafe {
@@ -212,10 +239,6 @@ mod imp {
                 if done != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-            }
-            if let Some(filter) = &self.seccomp {
-                seccompiler::apply_filter(filter)
-                    .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
             }
             Ok(())
         }
@@ -235,14 +258,11 @@ mod imp {
         inheritable: u32,
     }
 
-    /// Drops every capability: the bounding set (so no `exec` gains one back, setuid
-    /// root included), the ambient set, then the permitted, effective and inheritable
-    /// sets. A process that may not shrink its bounding set (no `CAP_SETPCAP`) is fine
-    /// when it holds no capability anyway.
-    fn drop_capabilities(last_cap: libc::c_int) -> std::io::Result<()> {
-        const VERSION_3: u32 = 0x2008_0522;
+    const CAP_VERSION_3: u32 = 0x2008_0522;
+
+    fn capget() -> std::io::Result<[CapData; 2]> {
         let mut header = CapHeader {
-            version: VERSION_3,
+            version: CAP_VERSION_3,
             pid: 0,
         };
         let mut held = [CapData {
@@ -250,6 +270,38 @@ mod imp {
             permitted: 0,
             inheritable: 0,
         }; 2];
+        // SAFETY: capget writes the two data structs it is given.
+        let got = unsafe {
+            libc::syscall(
+                libc::SYS_capget,
+                &mut header as *mut CapHeader,
+                held.as_mut_ptr(),
+            )
+        };
+        if got != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(held)
+    }
+
+    fn capset(sets: &[CapData; 2]) -> std::io::Result<()> {
+        let header = CapHeader {
+            version: CAP_VERSION_3,
+            pid: 0,
+        };
+        // SAFETY: capset reads the header and the two data structs.
+        if unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, sets.as_ptr()) }
+            != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Empties the bounding set, so no `exec` gains a capability (setuid root included).
+    /// A process that may not shrink it (no `CAP_SETPCAP`) is fine when it holds no
+    /// capability anyway.
+    fn empty_bounding_set(last_cap: libc::c_int) -> std::io::Result<()> {
         for cap in 0..=last_cap {
             // SAFETY: prctl with integer arguments changes only this process's sets.
             if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
@@ -257,20 +309,18 @@ mod imp {
                 if error.raw_os_error() == Some(libc::EINVAL) {
                     break;
                 }
-                // SAFETY: capget writes the two data structs it is given.
-                let got = unsafe {
-                    libc::syscall(
-                        libc::SYS_capget,
-                        &mut header as *mut CapHeader,
-                        held.as_mut_ptr(),
-                    )
-                };
-                if got != 0 || held.iter().any(|d| d.permitted != 0 || d.effective != 0) {
+                let held = capget()?;
+                if held.iter().any(|d| d.permitted != 0 || d.effective != 0) {
                     return Err(error);
                 }
                 break;
             }
         }
+        Ok(())
+    }
+
+    /// Clears the ambient and inheritable sets, keeping the effective and permitted ones.
+    fn clear_inheritable() -> std::io::Result<()> {
         // SAFETY: prctl with integer arguments; kernels before 4.3 have no ambient set.
         unsafe {
             libc::prctl(
@@ -281,20 +331,33 @@ mod imp {
                 0,
             );
         }
-        let none = [CapData {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        header.version = VERSION_3;
-        header.pid = 0;
-        // SAFETY: capset reads the header and the two data structs.
-        if unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) }
-            != 0
-        {
-            return Err(std::io::Error::last_os_error());
+        let mut held = capget()?;
+        for data in &mut held {
+            data.inheritable = 0;
         }
-        Ok(())
+        capset(&held)
+    }
+
+    /// Drops every capability left (the permitted, effective and inheritable sets, and
+    /// the ambient one), in a program before its `exec`.
+    fn drop_capabilities() -> std::io::Result<()> {
+        // SAFETY: prctl with integer arguments; kernels before 4.3 have no ambient set.
+        unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            );
+        }
+        capset(
+            &[CapData {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            }; 2],
+        )
     }
 
     fn ruleset(policy: &Policy) -> Result<OwnedFd, String> {

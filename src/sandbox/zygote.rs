@@ -84,7 +84,6 @@ fn main() -> ! {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::prctl(libc::PR_SET_NAME, c"eve-launcher".as_ptr());
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         // The orphans of a supervisor killed from inside its call land here.
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0);
@@ -101,6 +100,13 @@ fn main() -> ! {
         None => exit(1),
     };
     drop(setup);
+    // Not dumpable from here on: no process of the sandbox may trace the launcher or read
+    // its memory. Not before the sandbox is entered: the `/proc/self` files of a process
+    // that is not dumpable belong to root, so an unprivileged launcher could not write
+    // its user namespace's `uid_map` (it holds nothing secret until then: it starts with
+    // an empty environment and has received only the policy).
+    // SAFETY: prctl with integer arguments changes only this process.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     // SAFETY: plain system calls; the signalfd reports the ends of supervisors.
     let (sigfd, devnull) = unsafe {
         let mut chld: libc::sigset_t = std::mem::zeroed();
@@ -185,6 +191,7 @@ fn prepare(message: &[u8]) -> Result<Setup, String> {
             let (policy, support) = super::launcher::decode_setup(&mut r).ok_or_else(bad)?;
             let prepared = super::linux::Prepared::build(&policy, &support)?;
             prepared.enter()?;
+            prepared.settle()?;
             let writable = policy
                 .writable
                 .iter()
