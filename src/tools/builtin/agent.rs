@@ -9,10 +9,10 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
-use crate::protocol::EndReason;
-use crate::manifest::Manifest;
 use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
+use crate::manifest::Manifest;
+use crate::protocol::EndReason;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 
 /// What the model is told about `agent`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -150,7 +150,10 @@ impl ToolExec for AgentTool {
 }
 
 /// `agent` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    tool: &crate::manifest::Tool,
+    manifest: &std::sync::Arc<crate::manifest::Manifest>,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(AgentTool {
         name: tool.name.clone(),
         target: Target::Copy(manifest.clone()),
@@ -167,5 +170,7 @@ pub fn max_depth(manifest: &Manifest) -> u32 {
         .and_then(|t| t.settings.get("max_depth"))
         .and_then(Value::as_u64)
         // The build refuses more than MAX_DEPTH; a hand-edited manifest gets no further.
-        .map_or(DEFAULT_MAX_DEPTH, |d| u32::try_from(d.min(u64::from(MAX_DEPTH))).unwrap_or(MAX_DEPTH))
+        .map_or(DEFAULT_MAX_DEPTH, |d| {
+            u32::try_from(d.min(u64::from(MAX_DEPTH))).unwrap_or(MAX_DEPTH)
+        })
 }

@@ -51,7 +51,10 @@ pub const SPEC: BuiltinTool = BuiltinTool {
 pub struct AskQuestion;
 
 /// `ask_question` for an agent.
-pub fn build(_tool: &manifest::Tool, _manifest: &Arc<Manifest>) -> Result<Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &manifest::Tool,
+    _manifest: &Arc<Manifest>,
+) -> Result<Arc<dyn ToolExec>, String> {
     Ok(Arc::new(AskQuestion))
 }
 

@@ -8,12 +8,12 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
+use crate::manifest;
 use crate::shell::line as command_line;
 use crate::shell::pattern::{CommandPattern, DenyMatch};
 use crate::tools::process;
 use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
-use crate::manifest;
-use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
 
 /// What the model is told about `bash`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -422,7 +422,10 @@ mod tests {
             &["*git push*", "*rm -rf /*", "sudo"],
             600,
         );
-        let refusal = |line: &str| tool.precheck(&json!({ "command": line })).map(|o| o.content);
+        let refusal = |line: &str| {
+            tool.precheck(&json!({ "command": line }))
+                .map(|o| o.content)
+        };
         for line in [
             "git push origin main",
             "make && git push",
@@ -476,7 +479,9 @@ mod tests {
 }
 
 /// `bash` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    tool: &crate::manifest::Tool,
+    _manifest: &std::sync::Arc<crate::manifest::Manifest>,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(Bash::new(tool)?))
 }
-

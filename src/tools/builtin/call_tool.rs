@@ -77,6 +77,9 @@ impl ToolExec for CallTool {
 }
 
 /// `call_tool` for an agent.
-pub fn build(_tool: &manifest::Tool, _manifest: &Arc<Manifest>) -> Result<Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &manifest::Tool,
+    _manifest: &Arc<Manifest>,
+) -> Result<Arc<dyn ToolExec>, String> {
     Ok(Arc::new(CallTool))
 }

@@ -164,7 +164,10 @@ fn edit(ctx: &ToolContext, input: Input, stop: &CancellationToken) -> Result<Too
     } else {
         format!("{} replacements", edited.replacements)
     };
-    Ok(ToolOutput::ok(format!("Edited `{shown}` ({count}):\n{}", edited.diff)))
+    Ok(ToolOutput::ok(format!(
+        "Edited `{shown}` ({count}):\n{}",
+        edited.diff
+    )))
 }
 
 impl ToolExec for EditFile {
@@ -316,7 +319,9 @@ mod tests {
         let out = edit(&ctx, "x", "y", true).await;
         assert!(!out.is_error, "{}", &out.content[..200]);
         assert!(
-            out.content.starts_with("Edited `lib.rs` (200000 replacements):\n--- a/lib.rs\n+++ b/lib.rs\n@@ -1,"),
+            out.content.starts_with(
+                "Edited `lib.rs` (200000 replacements):\n--- a/lib.rs\n+++ b/lib.rs\n@@ -1,"
+            ),
             "{}",
             &out.content[..200]
         );
@@ -352,7 +357,11 @@ mod tests {
         let (_tmp, ctx) = setup(&text).await;
         let out = edit(&ctx, "fn  target() {}", "fn other() {}", false).await;
         assert!(out.is_error);
-        assert!(out.content.contains("> 2001\tfn target() {}"), "{}", &out.content[..300]);
+        assert!(
+            out.content.contains("> 2001\tfn target() {}"),
+            "{}",
+            &out.content[..300]
+        );
         // Every line of the hint is cut, whatever the length of the file's lines.
         assert!(out.content.len() < 3 * 1024, "{}", out.content.len());
     }
@@ -361,8 +370,12 @@ mod tests {
     async fn fifos_and_the_agents_definition_are_refused() {
         let (_tmp, ctx) = setup("x\n").await;
         let pipe = ctx.workspace.join("pipe");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &pipe, rustix::fs::Mode::from_raw_mode(0o644))
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &pipe,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
         let out = tokio::time::timeout(
             std::time::Duration::from_secs(60),
             EditFile.call(
@@ -372,7 +385,10 @@ mod tests {
         )
         .await
         .unwrap();
-        assert!(out.content.starts_with("`pipe` is a FIFO (named pipe)"), "{out:?}");
+        assert!(
+            out.content.starts_with("`pipe` is a FIFO (named pipe)"),
+            "{out:?}"
+        );
 
         // The agent directory is the workspace.
         let agent = ToolContext::new(ctx.workspace.clone(), ctx.workspace.clone());
@@ -384,14 +400,20 @@ mod tests {
                 &agent,
             )
             .await;
-        assert!(out.content.contains("part of the agent's own definition"), "{out:?}");
+        assert!(
+            out.content.contains("part of the agent's own definition"),
+            "{out:?}"
+        );
         let out = EditFile
             .call(
                 &json!({"path": "agent.toml", "old_string": "a", "new_string": "b"}),
                 &agent,
             )
             .await;
-        assert!(out.content.contains("part of the agent's own definition"), "{out:?}");
+        assert!(
+            out.content.contains("part of the agent's own definition"),
+            "{out:?}"
+        );
         assert_eq!(
             std::fs::read_to_string(ctx.workspace.join("agent.toml")).unwrap(),
             "name = \"a\"\n"

@@ -264,7 +264,10 @@ fn relative_pattern(pattern: &str, workspace: &Path, folder: &Path) -> Result<St
 }
 
 /// `glob` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    tool: &crate::manifest::Tool,
+    _manifest: &std::sync::Arc<crate::manifest::Manifest>,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(GlobTool {
         timeout: std::time::Duration::from_secs(tool.timeout_secs.max(1)),
     }))

@@ -283,9 +283,10 @@ async fn run(
                 };
                 walk(&start, &stop, worker, |worker: &mut Worker, entry| {
                     if wanted(entry.path)
-                        && let Some(file) = entry.open() {
-                            search(worker, file, entry.path.to_path_buf(), mode, cap, &stop);
-                        }
+                        && let Some(file) = entry.open()
+                    {
+                        search(worker, file, entry.path.to_path_buf(), mode, cap, &stop);
+                    }
                 })
             }
         };
@@ -302,7 +303,11 @@ async fn run(
     .map_err(|Stopped| ToolOutput::error("the search was interrupted"))?;
 
     let mut text = if found.is_empty() {
-        let mut text = format!("No matches for `{}` in `{}`", input.pattern, ctx.display(&root));
+        let mut text = format!(
+            "No matches for `{}` in `{}`",
+            input.pattern,
+            ctx.display(&root)
+        );
         if let Some(glob) = &input.glob {
             text.push_str(&format!(" (files matching `{glob}`)"));
         }
@@ -338,7 +343,11 @@ fn skipped_note(skipped: &Skipped, ctx: &ToolContext) -> String {
         let files = files(skipped.binary.len());
         note.push_str(&format!(
             "\n({files} matched before a NUL byte and {} skipped as binary: {})",
-            if skipped.binary.len() == 1 { "was" } else { "were" },
+            if skipped.binary.len() == 1 {
+                "was"
+            } else {
+                "were"
+            },
             name(&skipped.binary)
         ));
     }
@@ -603,7 +612,10 @@ fn push_cut(out: &mut String, line: &str, total: usize) {
 }
 
 /// `grep` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    tool: &crate::manifest::Tool,
+    _manifest: &std::sync::Arc<crate::manifest::Manifest>,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(GrepTool {
         timeout: std::time::Duration::from_secs(tool.timeout_secs.max(1)),
     }))
@@ -897,7 +909,11 @@ mod tests {
             "No matches for `needle` in `.`.\n(1 file matched before a NUL byte and was skipped as binary: `blob.bin`)"
         );
         let out = grep(&f, json!({"pattern": "needle", "path": "blob.bin"})).await;
-        assert!(out.content.ends_with("skipped as binary: `blob.bin`)"), "{}", out.content);
+        assert!(
+            out.content.ends_with("skipped as binary: `blob.bin`)"),
+            "{}",
+            out.content
+        );
     }
 
     #[tokio::test]

@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
-use crate::manifest::Skill;
 use crate::catalog::{Availability, BuiltinTool};
+use crate::manifest::Skill;
+use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
 
 /// What the model is told about `load_skill`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -97,7 +97,10 @@ impl LoadSkill {
             .copied()
             .filter(|p| body.contains(p))
             .collect();
-        if let (false, Some(folder)) = (placeholders.is_empty(), skill.path.strip_suffix("/SKILL.md")) {
+        if let (false, Some(folder)) = (
+            placeholders.is_empty(),
+            skill.path.strip_suffix("/SKILL.md"),
+        ) {
             let folder = ctx.agent_dir.join(folder);
             let folder = folder.canonicalize().unwrap_or(folder);
             out.push_str(&format!(
@@ -136,7 +139,10 @@ impl ToolExec for LoadSkill {
 }
 
 /// `load_skill` for an agent, configured by its manifest entry.
-pub fn build(_tool: &crate::manifest::Tool, manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &crate::manifest::Tool,
+    manifest: &std::sync::Arc<crate::manifest::Manifest>,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(LoadSkill {
         manifest: manifest.clone(),
     }))
@@ -154,7 +160,9 @@ mod tests {
             .join("example-agent")
             .canonicalize()
             .unwrap();
-        let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG).manifest.unwrap();
+        let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
         let tool = LoadSkill {
             manifest: std::sync::Arc::new(manifest),
         };
@@ -205,7 +213,9 @@ mod tests {
             "---\ndescription: Fix things\n---\nStep one.\n",
         )
         .unwrap();
-        let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG).manifest.unwrap();
+        let manifest = crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG)
+            .manifest
+            .unwrap();
         let tool = LoadSkill {
             manifest: std::sync::Arc::new(manifest),
         };

@@ -305,11 +305,16 @@ fn read(
             String::new()
         };
         let capped = if pager.full && last < number && last + 1 < pager.end {
-            format!(", as one call returns at most {} KiB", MAX_PAGE_BYTES / 1024)
+            format!(
+                ", as one call returns at most {} KiB",
+                MAX_PAGE_BYTES / 1024
+            )
         } else {
             String::new()
         };
-        out.push_str(&format!("… (lines {offset}–{last} of {number}{capped}{on})"));
+        out.push_str(&format!(
+            "… (lines {offset}–{last} of {number}{capped}{on})"
+        ));
     } else if out.ends_with('\n') {
         out.pop();
     }
@@ -317,7 +322,10 @@ fn read(
 }
 
 /// The file `resolved` names, or the answer for what it is instead.
-fn regular(ctx: &ToolContext, resolved: Resolved) -> Result<(File, std::path::PathBuf), ToolOutput> {
+fn regular(
+    ctx: &ToolContext,
+    resolved: Resolved,
+) -> Result<(File, std::path::PathBuf), ToolOutput> {
     let shown = ctx.display(&resolved.path);
     match resolved.found.entry {
         Entry::File(file) => Ok((file, resolved.path)),
@@ -346,7 +354,10 @@ impl ToolExec for ReadFile {
             let shown = ctx.display(&path);
             let offset = input.offset.unwrap_or(1).max(1);
             let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-            match blocking(ctx, None, move |stop| read(file, &shown, offset, limit, &stop)).await
+            match blocking(ctx, None, move |stop| {
+                read(file, &shown, offset, limit, &stop)
+            })
+            .await
             {
                 Ok((Ok(Ok(page)), _)) => {
                     ctx.state.stamp(&path, page.stamp);
@@ -507,8 +518,12 @@ mod tests {
     async fn fifos_and_sockets_are_refused_without_blocking() {
         let (_tmp, ctx) = setup();
         let pipe = ctx.workspace.join("pipe");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &pipe, rustix::fs::Mode::from_raw_mode(0o644))
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &pipe,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
         let out = returns(read_file(&ctx, json!({"path": "pipe"}))).await;
         assert_eq!(
             out,
@@ -518,11 +533,18 @@ mod tests {
         );
         let _socket = std::os::unix::net::UnixListener::bind(ctx.workspace.join("sock")).unwrap();
         let out = returns(read_file(&ctx, json!({"path": "sock"}))).await;
-        assert!(out.content.starts_with("`sock` is a socket, not a regular file"), "{out:?}");
+        assert!(
+            out.content
+                .starts_with("`sock` is a socket, not a regular file"),
+            "{out:?}"
+        );
         // A device is outside the workspace, and a link to one is refused as such.
         std::os::unix::fs::symlink("/dev/zero", ctx.workspace.join("zero")).unwrap();
         let out = returns(read_file(&ctx, json!({"path": "zero"}))).await;
-        assert!(out.content.contains("a symlink leads to `/dev/zero`"), "{out:?}");
+        assert!(
+            out.content.contains("a symlink leads to `/dev/zero`"),
+            "{out:?}"
+        );
     }
 
     #[tokio::test]
@@ -533,7 +555,11 @@ mod tests {
         std::fs::write(ctx.workspace.join("wide.txt"), &text).unwrap();
         let out = read_file(&ctx, json!({"path": "wide.txt", "limit": 1000})).await;
         let shown = out.content.lines().count() - 1;
-        assert!(out.content.len() <= MAX_PAGE_BYTES + 2 * 2010, "{}", out.content.len());
+        assert!(
+            out.content.len() <= MAX_PAGE_BYTES + 2 * 2010,
+            "{}",
+            out.content.len()
+        );
         assert!(
             out.content.ends_with(&format!(
                 "… (lines 1–{shown} of 1000, as one call returns at most 256 KiB; pass offset={} to read on)",
@@ -583,10 +609,17 @@ mod tests {
         std::fs::write(sessions.join("s1.jsonl"), "{\"secret\": true}\n").unwrap();
         let ctx = ToolContext::new(ctx.workspace.clone(), ctx.workspace.join("agent"));
         std::os::unix::fs::symlink("agent/.eve", ctx.workspace.join("state")).unwrap();
-        for path in ["agent/.eve/sessions/s1.jsonl", "state/sessions/s1.jsonl", "agent/./.EVE/sessions/s1.jsonl"] {
+        for path in [
+            "agent/.eve/sessions/s1.jsonl",
+            "state/sessions/s1.jsonl",
+            "agent/./.EVE/sessions/s1.jsonl",
+        ] {
             let out = read_file(&ctx, json!({"path": path})).await;
             assert!(out.is_error, "{path}: {out:?}");
-            assert!(out.content.contains("the agent's `.eve/` folder"), "{path}: {out:?}");
+            assert!(
+                out.content.contains("the agent's `.eve/` folder"),
+                "{path}: {out:?}"
+            );
         }
     }
 }

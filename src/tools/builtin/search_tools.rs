@@ -69,8 +69,8 @@ pub fn render(query: &str, found: &[&manifest::Tool], deferred: usize) -> ToolOu
         .iter()
         .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
         .collect();
-    let text = serde_json::to_string_pretty(&json!({ "tools": tools }))
-        .unwrap_or_else(|_| "{}".into());
+    let text =
+        serde_json::to_string_pretty(&json!({ "tools": tools })).unwrap_or_else(|_| "{}".into());
     ToolOutput::ok(format!(
         "{text}\nRun one with call_tool: {{\"name\": \"<name>\", \"input\": {{…}}}}."
     ))
@@ -94,6 +94,9 @@ impl ToolExec for SearchTools {
 }
 
 /// `search_tools` for an agent.
-pub fn build(_tool: &manifest::Tool, _manifest: &Arc<Manifest>) -> Result<Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &manifest::Tool,
+    _manifest: &Arc<Manifest>,
+) -> Result<Arc<dyn ToolExec>, String> {
     Ok(Arc::new(SearchTools))
 }

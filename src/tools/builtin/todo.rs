@@ -5,9 +5,9 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::catalog::{Availability, BuiltinTool};
 use crate::tools::state::{Todo, TodoStatus};
 use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
-use crate::catalog::{Availability, BuiltinTool};
 
 /// What the model is told about `todo`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -99,7 +99,10 @@ impl ToolExec for TodoTool {
 }
 
 /// `todo` for an agent, configured by its manifest entry.
-pub fn build(_tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &crate::manifest::Tool,
+    _manifest: &std::sync::Arc<crate::manifest::Manifest>,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(TodoTool))
 }
 

@@ -13,10 +13,10 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
+use crate::manifest;
 use crate::tools::egress::{self, check_scheme};
 use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
-use crate::manifest;
-use crate::catalog::{Availability, BuiltinTool, Setting, SettingKind};
 
 /// What the model is told about `web_fetch`, its schema and its settings.
 pub const SPEC: BuiltinTool = BuiltinTool {
@@ -142,7 +142,10 @@ impl WebFetchTool {
             fixed_origin: None,
         };
         let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(ACCEPT, reqwest::header::HeaderValue::from_static(ACCEPT_VALUE));
+        headers.insert(
+            ACCEPT,
+            reqwest::header::HeaderValue::from_static(ACCEPT_VALUE),
+        );
         let request = egress::Request {
             method: reqwest::Method::GET,
             url,
@@ -515,7 +518,10 @@ fn cap_chars(text: &str, cap: usize) -> (&str, usize) {
 }
 
 /// `web_fetch` for an agent, configured by its manifest entry.
-pub fn build(tool: &crate::manifest::Tool, _manifest: &std::sync::Arc<crate::manifest::Manifest>) -> Result<std::sync::Arc<dyn ToolExec>, String> {
+pub fn build(
+    tool: &crate::manifest::Tool,
+    _manifest: &std::sync::Arc<crate::manifest::Manifest>,
+) -> Result<std::sync::Arc<dyn ToolExec>, String> {
     Ok(std::sync::Arc::new(WebFetchTool::from_manifest(tool)))
 }
 
@@ -524,8 +530,8 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::io::{Read, Write};
-    use std::net::{IpAddr, SocketAddr};
     use std::net::TcpListener;
+    use std::net::{IpAddr, SocketAddr};
 
     const PAGE: &str = r#"<!DOCTYPE html>
 <html><head><title>Ignored title</title><style>body { color: red }</style></head>
@@ -674,7 +680,10 @@ mod tests {
         ];
         for ip in refused {
             let parsed: IpAddr = ip.parse().unwrap();
-            assert!(egress::forbidden_reason(parsed).is_some(), "{ip} should be refused");
+            assert!(
+                egress::forbidden_reason(parsed).is_some(),
+                "{ip} should be refused"
+            );
         }
         let allowed = [
             "8.8.8.8",
@@ -688,7 +697,11 @@ mod tests {
         ];
         for ip in allowed {
             let parsed: IpAddr = ip.parse().unwrap();
-            assert_eq!(egress::forbidden_reason(parsed), None, "{ip} should be allowed");
+            assert_eq!(
+                egress::forbidden_reason(parsed),
+                None,
+                "{ip} should be allowed"
+            );
         }
         assert_eq!(
             egress::forbidden_reason("127.0.0.1".parse().unwrap()),

@@ -43,7 +43,10 @@ pub const SPEC: BuiltinTool = BuiltinTool {
 pub struct ServerTool;
 
 /// `web_search` for an agent.
-pub fn build(_tool: &manifest::Tool, _manifest: &Arc<Manifest>) -> Result<Arc<dyn ToolExec>, String> {
+pub fn build(
+    _tool: &manifest::Tool,
+    _manifest: &Arc<Manifest>,
+) -> Result<Arc<dyn ToolExec>, String> {
     Ok(Arc::new(ServerTool))
 }
 

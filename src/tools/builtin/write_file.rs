@@ -7,7 +7,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Availability, BuiltinTool};
-use crate::tools::files::{Stopped, blocking, check_fresh, count_lines, interrupted, lines, write_atomic};
+use crate::tools::files::{
+    Stopped, blocking, check_fresh, count_lines, interrupted, lines, write_atomic,
+};
 use crate::tools::state::Stamp;
 use crate::tools::workspace::Access;
 use crate::tools::{ToolContext, ToolExec, ToolOutput, parse_input};
@@ -234,8 +236,12 @@ mod tests {
         use std::os::unix::fs::FileTypeExt;
         let (_tmp, ctx) = setup();
         let pipe = ctx.workspace.join("pipe");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &pipe, rustix::fs::Mode::from_raw_mode(0o644))
-            .unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &pipe,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
         let out = tokio::time::timeout(
             std::time::Duration::from_secs(60),
             WriteFile.call(&json!({"path": "pipe", "content": "x"}), &ctx),
@@ -248,7 +254,12 @@ mod tests {
                 "`pipe` is a FIFO (named pipe), not a regular file: file tools only read and write regular files"
             )
         );
-        assert!(std::fs::symlink_metadata(&pipe).unwrap().file_type().is_fifo());
+        assert!(
+            std::fs::symlink_metadata(&pipe)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
     }
 
     /// A workspace that is the agent directory (`cd my-agent && eve run`).
@@ -279,10 +290,16 @@ mod tests {
             // Read first, so only the guard can refuse.
             ReadFile.call(&json!({"path": path}), &ctx).await;
             let out = WriteFile
-                .call(&json!({"path": path, "content": "approval = \"never\"\n"}), &ctx)
+                .call(
+                    &json!({"path": path, "content": "approval = \"never\"\n"}),
+                    &ctx,
+                )
                 .await;
             assert!(out.is_error, "{path}: {out:?}");
-            assert!(out.content.contains("part of the agent's own definition"), "{path}: {out:?}");
+            assert!(
+                out.content.contains("part of the agent's own definition"),
+                "{path}: {out:?}"
+            );
         }
         assert_eq!(
             std::fs::read_to_string(ctx.workspace.join("tools/bash.toml")).unwrap(),
@@ -310,13 +327,21 @@ mod tests {
     #[tokio::test]
     async fn an_author_can_let_the_agent_edit_its_definition_but_never_its_state() {
         let (_tmp, ctx) = agent_workspace(true);
-        ReadFile.call(&json!({"path": "tools/bash.toml"}), &ctx).await;
+        ReadFile
+            .call(&json!({"path": "tools/bash.toml"}), &ctx)
+            .await;
         let out = WriteFile
-            .call(&json!({"path": "tools/bash.toml", "content": "approval = \"never\"\n"}), &ctx)
+            .call(
+                &json!({"path": "tools/bash.toml", "content": "approval = \"never\"\n"}),
+                &ctx,
+            )
             .await;
         assert!(!out.is_error, "{out:?}");
         let forged = WriteFile
-            .call(&json!({"path": ".eve/sessions/new.jsonl", "content": "{}"}), &ctx)
+            .call(
+                &json!({"path": ".eve/sessions/new.jsonl", "content": "{}"}),
+                &ctx,
+            )
             .await;
         assert!(forged.content.contains("`.eve/` folder"), "{forged:?}");
         assert!(!ctx.workspace.join(".eve/sessions/new.jsonl").exists());
