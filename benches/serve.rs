@@ -147,6 +147,9 @@ fn agent(root: &Path) -> PathBuf {
     dir
 }
 
+/// The token the server is started with and the load generator sends.
+const TOKEN: &str = "bench-not-a-secret";
+
 struct Server {
     child: Child,
     url: String,
@@ -174,7 +177,8 @@ fn start_server(dir: &Path, mock: &str, max_turns: usize) -> Server {
         .args(["--max-turns", &max_turns.to_string()])
         .env("ANTHROPIC_API_KEY", "sk-bench")
         .env("ANTHROPIC_BASE_URL", mock)
-        .env_remove("EVE_SERVE_TOKEN")
+        // eve serve asks every caller for its token, on loopback too.
+        .env("EVE_SERVE_TOKEN", TOKEN)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -333,7 +337,13 @@ async fn run(label: &str, work: usize, parked: usize, at_once: bool) {
     let (mock, seen) = start_mock().await;
     let server = start_server(&dir, &mock, work + parked);
     let pid = server.child.id();
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        reqwest::header::HeaderValue::from_static(concat!("Bearer ", "bench-not-a-secret")),
+    );
     let client = reqwest::Client::builder()
+        .default_headers(headers)
         .pool_max_idle_per_host(20_000)
         .build()
         .unwrap();
