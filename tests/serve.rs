@@ -1103,6 +1103,21 @@ fn a_served_turn_uses_the_agents_mcp_server_and_stops_it_when_the_turn_ends() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["t__echo"], "{:?}", info.body);
+    // And the connection it comes from (it was always `[]`), without its command or
+    // environment.
+    assert_eq!(
+        info.body["connections"],
+        serde_json::json!([{
+            "name": "t",
+            "description": null,
+            "transport": "stdio",
+            "required": true,
+            "deferred": false,
+            "tools": ["t__echo"],
+        }]),
+        "{:?}",
+        info.body
+    );
     let id = server.create("Echo one");
     server.wait_for(&id, "idle");
     let answer = server.call(

@@ -348,7 +348,25 @@ pub(crate) fn describe(
         "unavailableTools": registry.unavailable(),
         "skills": manifest.skills.iter().map(|s| named(&s.name, &s.description)).collect::<Vec<_>>(),
         "subagents": manifest.subagents.iter().map(|s| named(&s.name, &s.description)).collect::<Vec<_>>(),
-        "connections": [],
+        "connections": manifest.connections.iter().map(|c| {
+            // Only what a client needs to know of a server: never its command, URL or
+            // headers (which may name the variables its secrets are in).
+            let prefix = format!("{}__", c.name);
+            json!({
+                "name": c.name,
+                "description": c.description,
+                "transport": match c.transport {
+                    crate::manifest::connection::Transport::Stdio { .. } => "stdio",
+                    crate::manifest::connection::Transport::Http { .. } => "http",
+                },
+                "required": c.required,
+                "deferred": c.defer,
+                "tools": registry.specs().iter()
+                    .filter(|t| t.name.starts_with(&prefix))
+                    .map(|t| t.name.clone())
+                    .collect::<Vec<_>>(),
+            })
+        }).collect::<Vec<_>>(),
     });
     Ok((info, warnings, sandbox))
 }
