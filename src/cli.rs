@@ -257,13 +257,15 @@ pub struct SessionsArgs {
 /// `eve sessions` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// List the sessions: id, start, turns, last message, status
+    /// List the sessions, newest first: id, start, turns, status, last message
     List {
         /// The agent directory
         #[arg(default_value = ".")]
         dir: PathBuf,
     },
     /// Show a session as a readable transcript, or replay its events
+    ///
+    /// `eve sessions show DIR ID`, the order of every other command, is understood too.
     Show {
         /// The session id (or a unique prefix of it)
         id: String,
@@ -275,6 +277,8 @@ pub enum SessionsCommand {
         output: ShowOutput,
     },
     /// Delete a session
+    ///
+    /// `eve sessions rm DIR ID` is understood too.
     Rm {
         /// The session id (or a unique prefix of it)
         id: String,
@@ -295,8 +299,9 @@ pub enum ShowOutput {
 
 /// Arguments of `eve schema`.
 #[derive(Debug, clap::Args)]
+#[command(override_usage = "eve schema <KIND> [TOOL]\n       eve schema --write <DIR>")]
 pub struct SchemaArgs {
-    /// The kind of file whose schema to print
+    /// The kind of file whose schema to print (needed unless --write is given)
     #[arg(value_enum, required_unless_present = "write")]
     pub kind: Option<SchemaKind>,
     /// With `tool`: the built-in tool whose file (`tools/<TOOL>.toml`) the schema is for

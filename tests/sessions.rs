@@ -593,3 +593,52 @@ fn a_session_in_use_by_another_process_is_refused() {
         stderr(&second)
     );
 }
+
+/// `eve sessions list` is newest first, as `eve serve` lists them, and `show` and `rm`
+/// take the agent directory first too, the order of every other command.
+#[test]
+fn sessions_list_newest_first_and_show_and_rm_take_either_order() {
+    let agent = Agent::new("", "- text: one\n- text: two\n");
+    let first = json_out(&agent.run(&["-o", "json", "first"]))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let second = json_out(&agent.run(&["-o", "json", "second"]))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = agent.dir.to_str().unwrap();
+    let list = eve().args(["sessions", "list", dir]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    let ids: Vec<&str> = list
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(ids, [second.as_str(), first.as_str()], "{list}");
+    let id_first = eve()
+        .args(["sessions", "show", &first, dir])
+        .output()
+        .unwrap();
+    let dir_first = eve()
+        .args(["sessions", "show", dir, &first])
+        .output()
+        .unwrap();
+    assert_eq!(dir_first.status.code(), Some(0), "{}", stderr(&dir_first));
+    assert_eq!(
+        String::from_utf8_lossy(&dir_first.stdout),
+        String::from_utf8_lossy(&id_first.stdout)
+    );
+    assert!(String::from_utf8_lossy(&dir_first.stdout).contains("> first"));
+    let removed = eve()
+        .args(["sessions", "rm", dir, &first])
+        .output()
+        .unwrap();
+    assert_eq!(removed.status.code(), Some(0), "{}", stderr(&removed));
+    assert!(
+        !agent
+            .dir
+            .join(format!(".eve/sessions/{first}.jsonl"))
+            .exists()
+    );
+}

@@ -1,12 +1,23 @@
 //! `eve sessions list|show|rm`.
 
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::{SessionsArgs, SessionsCommand, ShowOutput};
 use crate::console::escape::for_terminal;
 use crate::console::transcript::transcript;
 use crate::session::{self, show, store};
+
+/// `show` and `rm` take `ID [DIR]`; `DIR ID`, the order of every other command, is
+/// understood too: a first argument that is a folder, before a second that is not.
+fn id_and_dir(id: &str, dir: &Path) -> (String, PathBuf) {
+    let first = Path::new(id);
+    if first.is_dir() && !dir.is_dir() {
+        return (dir.to_string_lossy().into_owned(), first.to_path_buf());
+    }
+    (id.to_string(), dir.to_path_buf())
+}
 
 pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
@@ -15,7 +26,9 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("error: `{}` is not a folder", dir.display());
                 return Ok(ExitCode::from(super::EXIT_USAGE));
             }
-            let rows = show::rows(dir)?;
+            // Newest first, as `eve serve` lists them (ids sort by creation time).
+            let mut rows = show::rows(dir)?;
+            rows.reverse();
             if rows.is_empty() {
                 eprintln!("no sessions yet in `{}`", store::dir(dir).display());
                 return Ok(ExitCode::SUCCESS);
@@ -43,6 +56,8 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Show { id, dir, output } => {
+            let (id, dir) = id_and_dir(id, dir);
+            let (id, dir) = (&id, dir.as_path());
             if id.trim().is_empty() {
                 eprintln!("error: a session id is needed (`eve sessions list` shows them)");
                 return Ok(ExitCode::from(super::EXIT_USAGE));
@@ -89,6 +104,8 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Rm { id, dir } => {
+            let (id, dir) = id_and_dir(id, dir);
+            let (id, dir) = (&id, dir.as_path());
             if id.trim().is_empty() {
                 eprintln!("error: a session id is needed (`eve sessions list` shows them)");
                 return Ok(ExitCode::from(super::EXIT_USAGE));
