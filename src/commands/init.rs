@@ -120,7 +120,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn check_model(model: &str) -> Result<(), String> {
-    let parsed = ModelRef::parse(model)?;
+    let parsed = ModelRef::parse_hinted(model)?;
     match parsed.provider() {
         "anthropic" | "openai" | "scripted" => Ok(()),
         other => Err(format!(

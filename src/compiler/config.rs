@@ -6,7 +6,7 @@ use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::AgentToml;
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
-use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef};
+use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef, suggestion};
 use crate::manifest::{
     Agent, Api, Compaction, Limits, Mode, Provider, Sandbox, SandboxMode, Workspace,
 };
@@ -638,9 +638,10 @@ pub(super) fn check_model(
             toml.report(
                 Diagnostic::error(code::INVALID_MODEL, message)
                     .at(&toml.src, model.span.clone())
-                    .help(format!(
-                        "write it as `provider/model-id`, e.g. `{DEFAULT_MODEL}`"
-                    )),
+                    .help(match suggestion(model.value.trim()) {
+                        Some(id) => format!("did you mean `{id}`?"),
+                        None => format!("write it as `provider/model-id`, e.g. `{DEFAULT_MODEL}`"),
+                    }),
             );
             return None;
         }

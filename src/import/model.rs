@@ -2,11 +2,7 @@
 //! eve model references.
 
 /// The model ids eve's documentation uses, for Claude Code's aliases.
-pub const ALIASES: &[(&str, &str)] = &[
-    ("sonnet", "anthropic/claude-sonnet-4-5"),
-    ("opus", "anthropic/claude-opus-4-5"),
-    ("haiku", "anthropic/claude-haiku-4-5"),
-];
+pub use crate::manifest::model::ALIASES;
 
 /// What a `model` value becomes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -86,7 +86,7 @@ pub fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolved, String> {
     let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-    let model = ModelRef::parse(reference)?;
+    let model = ModelRef::parse_hinted(reference)?;
     let provider: Arc<dyn Provider> = match &model {
         ModelRef::Scripted { path } => {
             let path = scripted_base.join(path);
