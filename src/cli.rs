@@ -172,6 +172,9 @@ pub struct DoctorArgs {
     /// The workspace the agent would run in (default: `[workspace] root`)
     #[arg(long, short = 'w')]
     pub workspace: Option<PathBuf>,
+    /// The model to check instead of the agent's, as `eve run --model` takes it
+    #[arg(long, short, env = "EVE_MODEL")]
+    pub model: Option<String>,
 }
 
 /// Arguments of `eve eval`.

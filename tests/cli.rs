@@ -449,3 +449,65 @@ fn completions_and_the_man_page_name_every_command() {
     assert!(man.stdout.contains(".TH eve 1"), "{}", &man.stdout[..200]);
     assert!(man.stdout.contains("Build and run AI agents"));
 }
+
+/// `eve doctor DIR` checks what a first run needs and sends nothing: the model's key
+/// and each stdio connection's program, where eve would start it from; anything missing
+/// is a non-zero exit.
+#[test]
+fn doctor_checks_the_models_key_and_the_connections_programs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::create_dir_all(dir.join("connections")).unwrap();
+    fs::write(
+        dir.join("agent.toml"),
+        "name = \"d\"\nmodel = \"anthropic/claude-sonnet-4-5\"\n",
+    )
+    .unwrap();
+    fs::write(dir.join("instructions.md"), "Help.\n").unwrap();
+    fs::write(
+        dir.join("connections/gone.toml"),
+        "command = [\"no-such-mcp-server-for-eve\"]\nrequired = false\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("connections/here.toml"),
+        "command = [\"sh\"]\nrequired = false\n",
+    )
+    .unwrap();
+    let doctor = |key: Option<&str>| {
+        let mut command = common::eve();
+        command
+            .current_dir(dir)
+            .arg("doctor")
+            .env_remove("ANTHROPIC_API_KEY");
+        if let Some(key) = key {
+            command.env("ANTHROPIC_API_KEY", key);
+        }
+        command.output().unwrap()
+    };
+    let missing = doctor(None);
+    let text = String::from_utf8_lossy(&missing.stdout);
+    assert_eq!(missing.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("model `anthropic/claude-sonnet-4-5`: ANTHROPIC_API_KEY is not set"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "connection `gone`: cannot start `no-such-mcp-server-for-eve`: no such program on PATH"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("connection `here`: `sh` is /"), "{text}");
+    let keyed = doctor(Some("sk-ant-never-sent"));
+    let text = String::from_utf8_lossy(&keyed.stdout);
+    assert!(
+        text.contains("model `anthropic/claude-sonnet-4-5`: ready"),
+        "{text}"
+    );
+    assert!(!text.contains("sk-ant-never-sent"), "{text}");
+    // Still one program missing.
+    assert_eq!(keyed.status.code(), Some(1), "{text}");
+    fs::remove_file(dir.join("connections/gone.toml")).unwrap();
+    assert_eq!(doctor(Some("sk-ant-never-sent")).status.code(), Some(0));
+}

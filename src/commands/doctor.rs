@@ -1,9 +1,12 @@
 //! `eve doctor`: what this machine supports, and what it will enforce for an agent.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::DoctorArgs;
 use crate::compiler;
+use crate::console::escape::for_terminal;
+use crate::manifest::connection::Transport;
 use crate::manifest::diff::describe_sandbox;
 use crate::runner;
 use crate::sandbox::Support;
@@ -36,9 +39,12 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         }
     };
     println!("  workspace: {}", workspace.display());
+    let mut ready = models(&manifest, &agent_dir, args.model.as_deref());
+    let mut writable = vec![workspace.clone()];
     match crate::sandbox::for_session(&manifest, &agent_dir, &workspace, None, false, &support) {
         Ok((None, _)) => println!("  not enforced: the sandbox is off (mode = \"off\")"),
         Ok((Some(sandbox), _)) => {
+            writable.extend(sandbox.policy.writable.iter().cloned());
             let enforced = &sandbox.enforced;
             let mut parts = Vec::new();
             if enforced.files {
@@ -77,5 +83,101 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => println!("  sandbox: {e}"),
     }
-    Ok(ExitCode::SUCCESS)
+    ready &= programs(&manifest, &workspace, &writable);
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Whether the model (and the compaction model) can be used here: its provider known,
+/// its key set, a scripted file readable. Prints one line each; nothing is sent.
+fn models(manifest: &crate::manifest::Manifest, agent_dir: &Path, chosen: Option<&str>) -> bool {
+    let base = match chosen {
+        Some(_) => std::env::current_dir().unwrap_or_else(|_| agent_dir.to_path_buf()),
+        None => agent_dir.to_path_buf(),
+    };
+    let main = chosen.unwrap_or(&manifest.agent.model);
+    let mut checks = vec![("model", main.to_string(), base.clone())];
+    if let Some(compaction) = &manifest.agent.compaction.model {
+        checks.push((
+            "compaction model",
+            compaction.clone(),
+            agent_dir.to_path_buf(),
+        ));
+    }
+    let mut ready = true;
+    for (what, reference, base) in checks {
+        let shown = for_terminal(&reference);
+        match crate::providers::resolve(
+            &reference,
+            &manifest.agent.providers,
+            &base,
+            &crate::secrets::var,
+        ) {
+            Ok(_) => println!("  {what} `{shown}`: ready"),
+            Err(e) => {
+                ready = false;
+                println!("  {what} `{shown}`: {}", for_terminal(&e));
+            }
+        }
+    }
+    ready
+}
+
+/// Whether each stdio connection's program is installed where eve would start it from
+/// (never a folder the model may write). Prints one line a connection; nothing starts.
+fn programs(manifest: &crate::manifest::Manifest, workspace: &Path, writable: &[PathBuf]) -> bool {
+    let mut ready = true;
+    let path = std::env::var_os("PATH");
+    for connection in &manifest.connections {
+        let name = for_terminal(&connection.name);
+        let Transport::Stdio { command, cwd, .. } = &connection.transport else {
+            println!("  connection `{name}`: over HTTP (reached when a turn starts)");
+            continue;
+        };
+        let Some(program) = command.first() else {
+            continue;
+        };
+        if program.contains("{{") || program.contains("${") {
+            println!(
+                "  connection `{name}`: `{}` is filled in when it starts",
+                for_terminal(program)
+            );
+            continue;
+        }
+        let dir = cwd
+            .as_deref()
+            .map_or_else(|| workspace.to_path_buf(), |c| workspace.join(c));
+        let found = crate::sandbox::program::resolve(program, &dir, path.as_deref(), writable)
+            .and_then(|found| {
+                if found.is_file() {
+                    Ok(found)
+                } else {
+                    Err("no such file".to_string())
+                }
+            });
+        match found {
+            Ok(found) => println!(
+                "  connection `{name}`: `{}` is {}",
+                for_terminal(program),
+                for_terminal(&found.display().to_string())
+            ),
+            Err(e) => {
+                ready = false;
+                let required = if connection.required {
+                    " (required: sessions will not start)"
+                } else {
+                    ""
+                };
+                println!(
+                    "  connection `{name}`: cannot start `{}`: {}{required}",
+                    for_terminal(program),
+                    for_terminal(&e)
+                );
+            }
+        }
+    }
+    ready
 }
