@@ -343,3 +343,42 @@ fn a_dev_session_killed_after_its_tool_changed_the_definition_leaves_the_change_
     let markers = std::fs::read_dir(dir.join(".eve/running")).unwrap().count();
     assert_eq!(markers, 0);
 }
+
+/// `/tools` and `/skills` show the build the next turn uses — a skill a reload just
+/// announced is listed before that turn — and `/tools` marks a tool the turn was told
+/// is not offered, instead of listing it as if it were.
+#[test]
+fn slash_tools_and_skills_show_what_the_next_turn_offers() {
+    let (tmp, dir) = dev_agent("- text: One.\n");
+    // Built for an Anthropic model, which has hosted search; run on the scripted one,
+    // which has none.
+    std::fs::write(
+        dir.join("agent.toml"),
+        "name = \"dev-test\"\nmodel = \"anthropic/claude-sonnet-4-5\"\ndefault_tools = false\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("tools/web_search.toml"), "").unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let mut dev = Dev::start(&dir, &log);
+    dev.send("first");
+    dev.wait_for("completed ·", 1);
+    assert!(
+        dev.stderr().contains("note: `web_search` is not offered"),
+        "{}",
+        dev.stderr()
+    );
+    dev.send("/tools");
+    dev.wait_for("web_search     (not offered:", 1);
+    std::fs::create_dir_all(dir.join("skills/notes")).unwrap();
+    std::fs::write(
+        dir.join("skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes. Use when asked to note something.\n---\nNote it.\n",
+    )
+    .unwrap();
+    dev.wait_for("↻ reloaded:", 1);
+    dev.send("/skills");
+    dev.wait_for("Takes notes. Use when asked", 1);
+    dev.send("/quit");
+    assert!(dev.child.wait().unwrap().success());
+    assert!(!dev.stderr().contains("(no skills)"), "{}", dev.stderr());
+}

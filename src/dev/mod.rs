@@ -26,8 +26,11 @@ use reload::Reload;
 
 /// The slash commands, for `/help` and "did you mean".
 pub const COMMANDS: &[(&str, &str)] = &[
-    ("/tools", "the tools of the active build"),
-    ("/skills", "the skills of the active build"),
+    (
+        "/tools",
+        "the tools the next turn offers (and those it does not, and why)",
+    ),
+    ("/skills", "the skills the next turn offers"),
     ("/reload", "rebuild now"),
     (
         "/accept",
@@ -70,6 +73,8 @@ struct Dev {
     active: Manifest,
     /// A good build waiting for the next turn.
     pending: Option<(Manifest, String)>,
+    /// The tools of the build that the last turn was not offered, and why (`/tools`).
+    unavailable: Vec<(String, String)>,
     /// The active build's servers, kept running from turn to turn.
     connections: Option<Arc<crate::connections::Connections>>,
     session: Option<String>,
@@ -132,6 +137,7 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
         running,
         active,
         pending: None,
+        unavailable: Vec::new(),
         connections: None,
         session,
         interactive,
@@ -427,16 +433,27 @@ impl Dev {
         self.turns += 1;
         // Whether the model had anything run: a call requested, or a parked one settled.
         let mut acted = false;
+        let mut unavailable = std::mem::take(&mut self.unavailable);
         let outcome = runtime.block_on(runner::run(
             prepared.harness,
             prepared.events,
             action,
             |event| {
                 acted |= crate::review::acted(event);
+                if let crate::protocol::EventKind::SessionStarted {
+                    unavailable_tools, ..
+                } = &event.kind
+                {
+                    unavailable = unavailable_tools
+                        .iter()
+                        .map(|t| (t.name.clone(), t.reason.clone()))
+                        .collect();
+                }
                 console.event(event)
             },
         ));
         console.finish(&outcome);
+        self.unavailable = unavailable;
         // A turn that ran nothing (no call, no server) cannot have changed the
         // definition; checking anyway would take an edit the person saves the moment
         // the turn ends for one the agent made.
@@ -532,16 +549,27 @@ impl Dev {
                 }
             }
             "/tools" => {
-                for tool in &self.active.tools {
+                // The build the next turn uses: a reload announced waits for it.
+                let next = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
+                for tool in &next.tools {
+                    if let Some((_, why)) = self.unavailable.iter().find(|(n, _)| *n == tool.name) {
+                        eprintln!(
+                            "  {:<14} (not offered: {})",
+                            tool.name,
+                            crate::text::shorten(why, 80)
+                        );
+                        continue;
+                    }
                     let first = tool.description.lines().next().unwrap_or_default();
                     eprintln!("  {:<14} {}", tool.name, crate::text::shorten(first, 90));
                 }
             }
             "/skills" => {
-                if self.active.skills.is_empty() {
+                let next = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
+                if next.skills.is_empty() {
                     eprintln!("  (no skills)");
                 }
-                for skill in &self.active.skills {
+                for skill in &next.skills {
                     eprintln!(
                         "  {:<20} {}",
                         skill.name,
