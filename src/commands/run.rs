@@ -34,6 +34,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
         notes: true,
         out_tty: stdout_tty,
         err_tty: stderr_tty,
+        color: console::stderr_color(stderr_tty),
     };
     let mut console =
         console::renderer(mode, &options, std::io::stdout().lock(), std::io::stderr());

@@ -50,6 +50,15 @@ pub struct Options {
     /// Whether stdout and stderr are terminals (control characters are then escaped).
     pub out_tty: bool,
     pub err_tty: bool,
+    /// Colour the lines on stderr (a terminal, and `NO_COLOR` unset or empty): tool
+    /// calls, results, warnings, the closing line. The model's text stays uncoloured.
+    pub color: bool,
+}
+
+/// Whether stderr gets colour: a terminal, and `NO_COLOR` unset or empty (as build
+/// diagnostics decide).
+pub fn stderr_color(err_tty: bool) -> bool {
+    err_tty && !std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
 impl Default for Options {
@@ -61,6 +70,7 @@ impl Default for Options {
             notes: true,
             out_tty: false,
             err_tty: false,
+            color: false,
         }
     }
 }

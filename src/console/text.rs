@@ -32,6 +32,35 @@ pub struct TextRenderer<O: Write, E: Write> {
     /// Whether `out` / `err` are terminals, where control characters are escaped.
     out_tty: bool,
     err_tty: bool,
+    color: bool,
+}
+
+/// How a line on stderr is coloured (when colour is on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tone {
+    Plain,
+    /// A tool call (`→ …`).
+    Call,
+    /// A tool's result (`  ← …`).
+    Result,
+    /// A failed call, an error, a turn that did not complete.
+    Failed,
+    Warning,
+    /// A turn that completed.
+    Done,
+}
+
+impl Tone {
+    fn code(self) -> Option<&'static str> {
+        match self {
+            Tone::Plain => None,
+            Tone::Call => Some("36"),
+            Tone::Result => Some("2"),
+            Tone::Failed => Some("31"),
+            Tone::Warning => Some("33"),
+            Tone::Done => Some("32"),
+        }
+    }
 }
 
 impl<O: Write, E: Write> TextRenderer<O, E> {
@@ -51,6 +80,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
             notes: options.notes,
             out_tty: options.out_tty,
             err_tty: options.err_tty,
+            color: options.color,
         }
     }
 
@@ -100,7 +130,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 ..
             } if !self.quiet => {
                 for warning in warnings {
-                    self.note(&format!("warning: {warning}"));
+                    self.note_in(Tone::Warning, &format!("warning: {warning}"));
                 }
                 if self.notes {
                     for tool in unavailable_tools {
@@ -145,7 +175,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
             }
             EventKind::ActionsRequested { actions, .. } if !self.quiet => {
                 for action in actions {
-                    self.note(&action_line(&action.name, &action.input));
+                    self.note_in(Tone::Call, &action_line(&action.name, &action.input));
                 }
                 self.spin("running tools…");
             }
@@ -155,7 +185,14 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 is_error,
                 duration_ms,
                 ..
-            } if !self.quiet => self.note(&result_line(name, output, *is_error, *duration_ms)),
+            } if !self.quiet => self.note_in(
+                if *is_error {
+                    Tone::Failed
+                } else {
+                    Tone::Result
+                },
+                &result_line(name, output, *is_error, *duration_ms),
+            ),
             EventKind::StepCompleted { .. } => self.stop_spinner(),
             EventKind::InputRequested { .. } => {
                 self.stop_spinner();
@@ -203,10 +240,13 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                     ""
                 };
                 self.step_printed_text = false;
-                self.note(&format!(
-                    "! {error}; retrying in {}{discarded}",
-                    format_duration(Duration::from_millis(*ms))
-                ));
+                self.note_in(
+                    Tone::Warning,
+                    &format!(
+                        "! {error}; retrying in {}{discarded}",
+                        format_duration(Duration::from_millis(*ms))
+                    ),
+                );
                 self.spin("retrying…");
             }
             _ => {}
@@ -222,16 +262,21 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
         let _ = self.out.flush();
         if let Some(error) = &outcome.error {
             let line = format!("error: {error}");
-            self.write_err(&line);
+            self.write_err_in(Tone::Failed, &line);
         } else if let Some(pending) = &outcome.pending {
             let text = waiting_text(pending, &self.session_id, &self.command);
-            self.write_err(text.trim_end());
+            self.write_err_in(Tone::Warning, text.trim_end());
         } else if !self.quiet {
             let line = closing_line(outcome, self.started.elapsed());
-            self.write_err(&line);
+            let tone = if outcome.end_reason == EndReason::Completed {
+                Tone::Done
+            } else {
+                Tone::Failed
+            };
+            self.write_err_in(tone, &line);
         } else if outcome.end_reason != EndReason::Completed {
             let line = format!("stopped: {}", end_reason_text(outcome));
-            self.write_err(&line);
+            self.write_err_in(Tone::Failed, &line);
         }
         let _ = self.out.flush();
         let _ = self.err.flush();
@@ -239,12 +284,27 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
 
     /// One or more lines on `err`, escaped when it is a terminal.
     fn write_err(&mut self, text: &str) {
+        self.write_err_in(Tone::Plain, text);
+    }
+
+    /// [`Self::write_err`], coloured by `tone` when colour is on. The colour wraps the
+    /// escaped text: what a tool or the model wrote can never open or close it.
+    fn write_err_in(&mut self, tone: Tone, text: &str) {
         let shown = if self.err_tty {
             for_terminal(text)
         } else {
             std::borrow::Cow::Borrowed(text)
         };
-        let _ = writeln!(self.err, "{shown}");
+        match tone.code().filter(|_| self.color) {
+            Some(code) => {
+                for line in shown.lines() {
+                    let _ = writeln!(self.err, "\x1b[{code}m{line}\x1b[0m");
+                }
+            }
+            None => {
+                let _ = writeln!(self.err, "{shown}");
+            }
+        }
     }
 
     /// Ends the assistant's current line of text on stdout, if one is open.
@@ -257,10 +317,14 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
     }
 
     fn note(&mut self, line: &str) {
+        self.note_in(Tone::Plain, line);
+    }
+
+    fn note_in(&mut self, tone: Tone, line: &str) {
         let spinning = self.spinner.is_some();
         self.stop_spinner();
         self.end_text_line();
-        self.write_err(line);
+        self.write_err_in(tone, line);
         if spinning {
             self.spin("working…");
         }
@@ -401,6 +465,62 @@ mod tests {
             "{}",
             lines[2]
         );
+    }
+
+    #[test]
+    fn with_colour_tool_lines_are_coloured_around_their_escaped_text_and_the_answer_is_not() {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let options = Options {
+            out_tty: true,
+            err_tty: true,
+            color: true,
+            ..Options::default()
+        };
+        {
+            let mut console = TextRenderer::new(&options, &mut out, &mut err);
+            console.event(&event(EventKind::MessageAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: "plain answer".into(),
+            }));
+            console.event(&event(EventKind::ActionResult {
+                turn_id: "t".into(),
+                step: 1,
+                call_id: "c".into(),
+                name: "bash".into(),
+                output: "boom\u{1b}[0m".into(),
+                is_error: true,
+                duration_ms: 1,
+                connection: None,
+            }));
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), "plain answer\n");
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.starts_with("\u{1b}[31m  ✗ bash failed"), "{err:?}");
+        assert!(err.trim_end().ends_with("\u{1b}[0m"), "{err:?}");
+        // The tool's own reset is escaped, not sent: one reset, at the end.
+        assert_eq!(err.matches('\u{1b}').count(), 2, "{err:?}");
+        // Without colour (NO_COLOR, or a pipe), no escape at all.
+        let mut plain = Vec::new();
+        {
+            let options = Options {
+                err_tty: true,
+                ..Options::default()
+            };
+            let mut console = TextRenderer::new(&options, std::io::sink(), &mut plain);
+            console.event(&event(EventKind::ActionResult {
+                turn_id: "t".into(),
+                step: 1,
+                call_id: "c".into(),
+                name: "bash".into(),
+                output: "ok".into(),
+                is_error: false,
+                duration_ms: 1,
+                connection: None,
+            }));
+        }
+        assert!(!String::from_utf8(plain).unwrap().contains('\u{1b}'));
     }
 
     #[test]

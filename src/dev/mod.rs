@@ -427,6 +427,7 @@ impl Dev {
             notes: self.turns == 0,
             out_tty: std::io::stdout().is_terminal(),
             err_tty: std::io::stderr().is_terminal(),
+            color: console::stderr_color(std::io::stderr().is_terminal()),
         };
         let mut console =
             console::TextRenderer::new(&options, std::io::stdout(), std::io::stderr());
