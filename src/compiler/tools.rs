@@ -59,7 +59,8 @@ pub struct Compiled {
 /// the model will see (subagent and connection tools are added by the caller).
 /// `connections` are the agent's connection names: `tools/<connection>__<tool>.toml`
 /// changes that connection's tool; `deferred_elsewhere` says whether a connection
-/// defers its tools (the catalog tools are offered when anything is deferred).
+/// defers its tools or a skill is deferred (the catalog tools are offered when anything
+/// is deferred).
 pub fn compile(
     files: &[Loaded],
     config: &Config,
