@@ -311,10 +311,10 @@ fn compile_files(
     let compiled = tools::compile(
         &files.tools,
         &config,
-        !skills.is_empty(),
+        &skills,
         catalog,
         &names,
-        read.iter().any(|r| r.connection.defer) || skills.iter().any(|s| s.deferred),
+        read.iter().any(|r| r.connection.defer),
         diags,
     );
     let mut tools = compiled.tools;
