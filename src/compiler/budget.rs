@@ -460,6 +460,43 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_that_cannot_fit_is_an_error_even_rendered_without_load_skill() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "agent.toml",
+            "model = \"openai/m\"\ndefault_tools = false\n[limits]\ncontext_window = 1000\nmax_output_tokens = 100\n",
+        );
+        write("tools/load_skill.toml", "disabled = true\n");
+        write(
+            "instructions.md",
+            "{% for s in skills %}{{ s.description }}\n{% endfor %}",
+        );
+        for i in 0..20 {
+            let description = "Does one kind of work from start to end. ".repeat(5);
+            write(
+                &format!("skills/s{i}.md"),
+                &format!("---\ndescription: {description}\n---\nDo.\n"),
+            );
+        }
+        let codes = |dir: &std::path::Path| -> Vec<&'static str> {
+            let build = super::super::compile(dir, &crate::tools::builtin::CATALOG);
+            build.diagnostics.iter().map(|d| d.code).collect()
+        };
+        assert_eq!(codes(dir.path()), vec![code::SKILLS_OVERFLOW]);
+        // Deferred, the skills are neither listed nor rendered.
+        write(
+            "agent.toml",
+            "model = \"openai/m\"\ndefault_tools = false\n[limits]\ncontext_window = 1000\nmax_output_tokens = 100\n[skills]\ndefer = true\n",
+        );
+        assert_eq!(codes(dir.path()), Vec::<&str>::new());
+    }
+
+    #[test]
     fn four_characters_make_a_token_rounded_up() {
         assert_eq!(
             (tokens(""), tokens("abcd"), tokens("abcde"), tokens("éééé")),

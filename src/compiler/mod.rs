@@ -384,7 +384,12 @@ fn compile_files(
 
     // A listing that cannot fit is reported as that, and the trial render goes on
     // without it: rendered by `{{ skills }}`, it would only pass the size limit of a render.
-    let overflowing = tools.iter().any(|t| t.name == "load_skill")
+    let renders_skills = match &files.instructions {
+        inputs::InstructionFiles::File(file) => file.text.contains("skills"),
+        inputs::InstructionFiles::Dir(parts) => parts.iter().any(|p| p.text.contains("skills")),
+        _ => false,
+    };
+    let overflowing = (renders_skills || tools.iter().any(|t| t.name == "load_skill"))
         && budget::check_skills(&skills, &config.agent.limits, &at("agent.toml"), diags);
     // A trial render with sample values: every variable must exist. `tools` are the
     // ones the run lists (deferred tools are found through `search_tools`).
