@@ -76,6 +76,12 @@ fn files_a_symlink_leads_to_outside_the_agent_directory_are_never_read() {
         );
         assert!(out.stderr.contains(&expected), "{expected}\n{}", out.stderr);
     }
+    assert!(
+        out.stderr
+            .contains("warning[W0413]: skill `everything` is left out: symbolic link to `"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(out.stderr.matches("error[").count(), 1, "{}", out.stderr);
 
     let out = run_in(&dir, &["build", "--strict", "--verbose"]);

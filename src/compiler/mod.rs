@@ -261,9 +261,14 @@ fn compile_files(
         let entry = problem
             .file
             .as_deref()
-            .filter(|f| !options.strict && problem.is_error() && f.starts_with(&skills_dir));
+            .and_then(|f| f.strip_prefix(&skills_dir))
+            .and_then(|rest| rest.split('/').next())
+            .filter(|_| !options.strict && problem.is_error());
         match entry {
-            Some(entry) => diags.extend(skills::left_out(entry, vec![problem.clone()])),
+            Some(entry) => diags.extend(skills::left_out(
+                &format!("{skills_dir}{entry}"),
+                vec![problem.clone()],
+            )),
             None => diags.push(problem.clone()),
         }
     }
