@@ -3,11 +3,13 @@
 //! agent, cold and with unchanged inputs; then a generated skill library of 1,000
 //! skills and about 8,500 files (~100 MB): cold, unchanged, one skill edited, an
 //! unchanged one-turn `eve run` next to the small agents', and `eve dev`'s save → new
-//! manifest; medians, with the peak memory of the processes.
+//! manifest; then a library of 20,000 small skills with `[skills] defer = true` (listed,
+//! they would not fit in the window), cold and unchanged; medians, with the peak memory
+//! of the processes.
 //!
 //! Run with `cargo bench --bench build`. `cargo bench --bench build -- --generate DIR`
 //! only writes the 1,000-skill library to DIR and says how large it is; `-- --smoke`
-//! takes every measurement of the library once, on 50 skills, to check that the
+//! takes every measurement of the libraries once, on 50 skills, to check that the
 //! benchmark works (its figures mean nothing).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,6 +19,8 @@ use std::time::{Duration, Instant};
 
 /// Skills of the generated library (each holds 7 or 8 resource files).
 const LIBRARY_SKILLS: usize = 1000;
+/// Skills of the large deferred library (a `SKILL.md` each).
+const DEFERRED_SKILLS: usize = 20_000;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -37,6 +41,7 @@ fn main() {
     generate_small(&small);
     if args.iter().any(|a| a == "--smoke") {
         library(&tmp, &small, 50, 1);
+        deferred_library(&tmp, 50, 1);
         let _ = std::fs::remove_dir_all(&tmp);
         return;
     }
@@ -78,7 +83,43 @@ fn main() {
     );
 
     library(&tmp, &small, LIBRARY_SKILLS, 11);
+    deferred_library(&tmp, DEFERRED_SKILLS, 5);
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A library of `skills` small packaged skills, all deferred with `[skills] defer = true`,
+/// as collections of tens of thousands are used: `eve build` cold and unchanged.
+fn deferred_library(tmp: &Path, skills: usize, rounds: usize) {
+    let dir = tmp.join("deferred-library");
+    write(
+        &dir.join("agent.toml"),
+        "model = \"anthropic/claude-sonnet-4-5\"\n\n[skills]\ndefer = true\n",
+    );
+    write(
+        &dir.join("instructions.md"),
+        "You are {{ agent.name }}. Find the skill that fits the task.\n",
+    );
+    for n in 0..skills {
+        write(
+            &dir.join(format!("skills/skill-{n:05}/SKILL.md")),
+            &format!(
+                "---\nname: skill-{n:05}\ndescription: Use when the task is of kind {n}, for the steps and checks of it.\nlicense: MIT\n---\n# Skill {n}\n\nDo the work of kind {n}, then check it.\n"
+            ),
+        );
+    }
+    println!("\n{skills}-skill library, every skill deferred, median of {rounds} runs:");
+    settle();
+    let cold = (0..rounds)
+        .map(|_| {
+            let _ = std::fs::remove_dir_all(dir.join(".eve"));
+            sample(&mut eve_build(&dir))
+        })
+        .collect();
+    print_samples("eve build, cold (no .eve/)", cold);
+    settle();
+    sample(&mut eve_build(&dir));
+    let unchanged = (0..rounds).map(|_| sample(&mut eve_build(&dir))).collect();
+    print_samples("eve build, unchanged", unchanged);
 }
 
 /// A process's wall time and peak resident memory.

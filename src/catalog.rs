@@ -11,8 +11,11 @@ pub enum Availability {
     WithSkills,
     /// Only when the model's provider speaks the Anthropic Messages API (server-side tool).
     AnthropicOnly,
-    /// Only when some tool is deferred (`defer = true`): the tool catalog.
+    /// Only when some tool is deferred (`defer = true`) or a skill is: the search of
+    /// the tool catalog.
     WithDeferred,
+    /// Only when some tool is deferred: what runs a tool of the catalog.
+    WithDeferredTools,
 }
 
 /// The type of a built-in tool's setting (`[settings]` in `tools/<slug>.toml`).

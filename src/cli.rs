@@ -248,6 +248,9 @@ pub struct DevArgs {
     /// Milliseconds to wait after a change before rebuilding
     #[arg(long, value_name = "MS", default_value_t = 50)]
     pub debounce: u64,
+    /// Print every diagnostic of a build, not three of each code and a count of the rest
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// Arguments of `eve sessions`.
@@ -358,6 +361,12 @@ pub struct BuildArgs {
     /// Build from every file again (the build cache unused) and list every connection's tools again
     #[arg(long)]
     pub refresh: bool,
+    /// Refuse the agent when a skill cannot be used, instead of leaving the skill out (for a skill author's CI)
+    #[arg(long)]
+    pub strict: bool,
+    /// Print every diagnostic, not three of each code and a count of the rest
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 /// Arguments of `eve run`.
@@ -383,6 +392,9 @@ pub struct RunArgs {
     /// Print only the answer and errors: no warnings, tool lines or closing line
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print every diagnostic of the build, not three of each code and a count of the rest
+    #[arg(long, short, conflicts_with = "quiet")]
+    pub verbose: bool,
     /// Add a turn to the latest session of this agent (PROMPT is the next message)
     #[arg(long, short = 'c', conflicts_with = "session")]
     pub r#continue: bool,

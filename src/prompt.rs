@@ -19,6 +19,21 @@ pub fn skills_section(skills: &[Skill]) -> Option<String> {
     Some(out)
 }
 
+/// What the system prompt says about the skills: the listing of those it names and, when
+/// some are deferred and `search_tools` is offered (`searchable`), where the rest are.
+/// `None` when it says nothing.
+pub fn skills_prompt(skills: &[Skill], searchable: bool) -> Option<String> {
+    let mut out = skills_section(skills).unwrap_or_default();
+    if searchable && skills.iter().any(|s| s.deferred) {
+        out.push_str(DEFERRED_SKILLS);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Told when some skills are deferred; like the tool catalog's note, its size does not
+/// grow with their number.
+const DEFERRED_SKILLS: &str = "\n\n# More skills\n\nMore skills are available than are listed in these instructions. Skills are procedures for particular tasks: when a task may match one, find it with `search_tools` (a few words about the task), then load it with the `load_skill` tool before you start, and follow it.";
+
 /// Told only when something is deferred; its size does not grow with the number of
 /// deferred tools, so the prompt stays small and the same.
 pub fn catalog_section(connections: &[Connection]) -> String {
@@ -63,5 +78,24 @@ mod tests {
         assert!(!section.contains("ship"), "{section}");
         assert_eq!(skills_section(&[skill("ship", true)]), None);
         assert_eq!(skills_section(&[]), None);
+    }
+
+    #[test]
+    fn deferred_skills_are_told_of_only_where_search_finds_them() {
+        let both = [skill("plan", false), skill("ship", true)];
+        let told = skills_prompt(&both, true).unwrap();
+        assert!(told.starts_with(&skills_section(&both).unwrap()), "{told}");
+        assert!(told.ends_with(DEFERRED_SKILLS), "{told}");
+        assert_eq!(skills_prompt(&both, false), skills_section(&both));
+        let deferred = [skill("ship", true)];
+        assert_eq!(
+            skills_prompt(&deferred, true).as_deref(),
+            Some(DEFERRED_SKILLS)
+        );
+        assert_eq!(skills_prompt(&deferred, false), None);
+        assert_eq!(
+            skills_prompt(&[skill("plan", false)], true),
+            skills_section(&[skill("plan", false)])
+        );
     }
 }

@@ -52,8 +52,10 @@ impl Context {
                     description: t.description.clone(),
                 })
                 .collect(),
+            // A deferred skill is out of the system prompt, however it is written.
             skills: skills
                 .iter()
+                .filter(|s| !s.deferred)
                 .map(|s| Named {
                     name: s.name.clone(),
                     description: s.description.clone(),

@@ -104,16 +104,36 @@ fn sixty_thousand_unknown_keys_print_ten_and_a_count() {
     let tmp = agent_with(&[("agent.toml", toml), ("instructions.md", "Hi\n".into())]);
     let out = run_in(tmp.path(), &["build"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.stderr.matches("error[E0003]: unknown key `").count(), 3);
+    assert!(out.stderr.ends_with(
+        "… and 59,997 more E0003 errors (eve build --verbose shows all)\nerror: could not build `{}`: 60000 errors\n"
+            .replace("{}", &eve::compiler::agent_name(tmp.path()))
+            .as_str()
+    ), "{}", out.stderr);
+    assert!(out.stderr.len() < 5_000, "{} bytes", out.stderr.len());
+    let verbose = run_in(tmp.path(), &["build", "--verbose"]);
     assert_eq!(
-        out.stderr.matches("error[E0003]: unknown key `").count(),
+        verbose
+            .stderr
+            .matches("error[E0003]: unknown key `")
+            .count(),
         10
     );
     assert!(
-        out.stderr
+        verbose
+            .stderr
             .contains("error[E0003]: … and 59,990 more like this\n --> agent.toml\n")
     );
-    assert!(out.stderr.ends_with(": 60000 errors\n"), "{}", out.stderr);
-    assert!(out.stderr.len() < 10_000, "{} bytes", out.stderr.len());
+    assert!(
+        verbose.stderr.ends_with(": 60000 errors\n"),
+        "{}",
+        verbose.stderr
+    );
+    assert!(
+        verbose.stderr.len() < 10_000,
+        "{} bytes",
+        verbose.stderr.len()
+    );
 
     let out = run_in(tmp.path(), &["build", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
@@ -143,11 +163,11 @@ fn sixty_thousand_undefined_variables_on_one_line_print_ten_and_a_count() {
         out.stderr
             .matches("error[E0303]: undefined variable `")
             .count(),
-        10
+        3
     );
     assert!(
         out.stderr
-            .contains("error[E0303]: … and 59,990 more like this\n")
+            .contains("… and 59,997 more E0303 errors (eve build --verbose shows all)\n")
     );
     // Each quoted line is cut around its position, not the whole 700 KB line.
     assert!(out.stderr.len() < 10_000, "{} bytes", out.stderr.len());
@@ -314,4 +334,259 @@ fn a_long_skill_list_passes_a_quarter_of_the_window_and_a_cached_build_says_so_a
     assert_eq!(report["diagnostics"][0]["code"], "W0901");
     assert_eq!(report["budget"]["skills_listed"], 1000);
     assert!(report["budget"]["share"].as_f64().unwrap() > 0.25);
+}
+
+/// What a build of the temporary agent directory `dir` printed, with its time and its
+/// (random) name masked.
+fn masked(dir: &Path, stderr: &str) -> String {
+    mask_time(stderr).replace(
+        &format!("`{}`", eve::compiler::agent_name(dir)),
+        "`[agent]`",
+    )
+}
+
+/// The names of the skills in the manifest of `dir`.
+fn skill_names(dir: &Path) -> Vec<String> {
+    manifest_view(dir)["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_skill_that_cannot_be_used_is_left_out_and_strict_refuses_the_agent() {
+    let tmp = copy_to_temp(&fixtures().join("invalid/skills-left-out"));
+    std::fs::create_dir_all(tmp.path().join(".eve")).unwrap();
+    age(tmp.path());
+    let lenient = run_in(tmp.path(), &["build"]);
+    assert_eq!(lenient.code, 0, "{}", lenient.stderr);
+    assert_eq!(skill_names(tmp.path()), ["tidy"]);
+    assert_eq!(lenient.stderr.matches("warning[W0413]").count(), 3);
+    // The lenient build is in the cache now; a strict one must not take its answer.
+    let strict = run_in(tmp.path(), &["build", "--strict"]);
+    assert_eq!(strict.code, 1, "{}", strict.stderr);
+    insta::assert_snapshot!("strict_skills-left-out", mask_time(&strict.stderr));
+    let again = run_in(tmp.path(), &["build"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(mask_time(&again.stderr), mask_time(&lenient.stderr));
+    let json = run_in(tmp.path(), &["build", "--strict", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let codes: Vec<&str> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["E0401", "E0405", "E0401"]);
+
+    // `eve run` builds through the same door, leniently: the skill is left out, the
+    // agent runs.
+    std::fs::write(tmp.path().join("replies.yaml"), "- text: Done.\n").unwrap();
+    let run = run_in(
+        tmp.path(),
+        &["run", ".", "--model", "scripted:replies.yaml", "go"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("warning[W0413]").count(),
+        3,
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout.trim(), "Done.");
+}
+
+#[test]
+fn with_strict_the_skill_fixtures_refuse_the_agent_as_they_did() {
+    for case in [
+        "frontmatter",
+        "frontmatter-unclosed",
+        "frontmatter-duplicate-key",
+        "invalid-skill-name",
+        "skill-without-description",
+        "duplicate-skill",
+        "package-without-skill-md",
+        "skill-mistakes-together",
+    ] {
+        let tmp = copy_to_temp(&fixtures().join("invalid").join(case));
+        let out = run_in(tmp.path(), &["build", "--strict"]);
+        assert_eq!(out.code, 1, "{case}: {}", out.stderr);
+        assert!(!out.stderr.contains("W0413"), "{case}: {}", out.stderr);
+        insta::assert_snapshot!(format!("strict_{case}"), mask_time(&out.stderr));
+        let lenient = run_in(tmp.path(), &["build"]);
+        assert_eq!(lenient.code, 0, "{case}: {}", lenient.stderr);
+        assert!(
+            lenient.stderr.contains("warning[W0413]"),
+            "{case}: {}",
+            lenient.stderr
+        );
+    }
+}
+
+#[test]
+fn repeated_diagnostics_print_three_of_each_code_and_a_count_unless_verbose() {
+    let tmp = agent_with(&[
+        (
+            "agent.toml",
+            "model = \"anthropic/claude-sonnet-4-5\"\n".into(),
+        ),
+        ("instructions.md", "You help.\n".into()),
+    ]);
+    std::fs::create_dir_all(tmp.path().join("skills")).unwrap();
+    for i in 1..=8 {
+        std::fs::write(
+            tmp.path().join(format!("skills/step-{i}.md")),
+            format!("---\nname: Step {i}\ndescription: Does step {i}\n---\nDo it.\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(tmp.path().join("skills/notes.txt"), "not a skill\n").unwrap();
+    let out = run_in(tmp.path(), &["build"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    insta::assert_snapshot!("grouped_name_mismatches", masked(tmp.path(), &out.stderr));
+    let verbose = run_in(tmp.path(), &["build", "--verbose"]);
+    assert_eq!(verbose.stderr.matches("warning[W0402]").count(), 8);
+    assert!(!verbose.stderr.contains("more W0402"), "{}", verbose.stderr);
+    let json = run_in(tmp.path(), &["build", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let mismatches = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "W0402")
+        .count();
+    assert_eq!(mismatches, 8);
+    // `eve run` prints a build's diagnostics the same way, and all with --verbose.
+    std::fs::write(tmp.path().join("replies.yaml"), "- text: Done.\n").unwrap();
+    let model = ["--model", "scripted:replies.yaml"];
+    let run = run_in(tmp.path(), &[&["run", ".", "go"][..], &model].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("warning[W0402]").count(),
+        3,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("… and 5 more W0402 warnings (eve build --verbose shows all)\n")
+    );
+    let run = run_in(
+        tmp.path(),
+        &[&["run", ".", "go", "-v"][..], &model].concat(),
+    );
+    assert_eq!(
+        run.stderr.matches("warning[W0402]").count(),
+        8,
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_twenty_thousand_skill_library_cannot_be_listed_and_builds_deferred() {
+    let tmp = agent_with(&[
+        ("agent.toml", "model = \"scripted:replies.yaml\"\n".into()),
+        (
+            "instructions.md",
+            "You help.\n{% for s in skills %}- {{ s.name }}: {{ s.description }}\n{% endfor %}"
+                .into(),
+        ),
+        (
+            "replies.yaml",
+            "- tool_calls: [{name: search_tools, input: {query: \"invoices 12345\"}}]\n\
+             - tool_calls: [{name: load_skill, input: {name: skill-12345}}]\n\
+             - text: Done.\n"
+                .into(),
+        ),
+    ]);
+    std::fs::create_dir_all(tmp.path().join("skills")).unwrap();
+    for i in 0..20_000 {
+        let description = format!(
+            "Handles invoices of kind {i}. It reads the request, checks what is missing, asks for it, does the work in small steps, and reports what it did and what is left to do afterwards."
+        );
+        std::fs::write(
+            tmp.path().join(format!("skills/skill-{i:05}.md")),
+            format!("---\ndescription: {description}\n---\nWork on kind {i}.\n"),
+        )
+        .unwrap();
+    }
+    let out = run_in(tmp.path(), &["build"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(!out.stderr.contains("MiB"), "{}", out.stderr);
+    assert!(out.stderr.lines().count() < 150, "{}", out.stderr);
+    insta::assert_snapshot!(
+        "skills_overflow_twenty_thousand",
+        masked(tmp.path(), &out.stderr)
+    );
+
+    let defer = |text: &str| {
+        std::fs::write(
+            tmp.path().join("agent.toml"),
+            format!("model = \"scripted:replies.yaml\"\n\n[skills]\n{text}\n"),
+        )
+        .unwrap();
+    };
+    defer("defeer = true");
+    let typo = run_in(tmp.path(), &["build"]);
+    assert_eq!(typo.code, 1, "{}", typo.stderr);
+    assert!(
+        typo.stderr.contains("unknown key `skills.defeer`")
+            && typo.stderr.contains("did you mean `defer`?"),
+        "{}",
+        typo.stderr
+    );
+    defer("defer = true");
+    let built = run_in(tmp.path(), &["build"]);
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    assert!(built.stderr.lines().count() < 150, "{}", built.stderr);
+    let manifest = manifest_view(tmp.path());
+    let skills = manifest["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 20_000);
+    assert!(skills.iter().all(|s| s["deferred"] == true));
+
+    let log = tmp.path().join("requests.ndjson");
+    let run = common::eve()
+        .current_dir(tmp.path())
+        .env("EVE_SCRIPTED_LOG", &log)
+        .args(["run", ".", "go", "--output", "stream-json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let results: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "action.result")
+        .map(|e| e["data"]["output"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    let found: serde_json::Value =
+        serde_json::from_str(results[0].split("\nLoad a skill").next().unwrap()).unwrap();
+    assert_eq!(found["skills"][0]["name"], "skill-12345", "{}", results[0]);
+    assert!(
+        results[1].starts_with("<skill name=\"skill-12345\">\nWork on kind 12345.\n</skill>"),
+        "{}",
+        results[1]
+    );
+    let first: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let system = first["system"].as_str().unwrap();
+    assert!(system.contains("# More skills"), "{system}");
+    assert!(
+        system.len() < 2_000,
+        "the deferred skills are not listed: {system}"
+    );
 }

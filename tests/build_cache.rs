@@ -959,7 +959,7 @@ fn refresh_builds_from_every_file_again() {
     let refresh = eve::compiler::listing::Options {
         lister: None,
         refresh: true,
-        workspace: None,
+        ..Default::default()
     };
     let full = compiler::build(dir, &CATALOG, refresh);
     assert!(!full.cached);

@@ -334,7 +334,7 @@ fn a_skill_that_is_not_utf8_is_reported_with_its_line() {
         b"# Caf\n\xe9 au lait\n",
     )
     .unwrap();
-    let out = run_in(tmp.path(), &["build"]);
+    let out = run_in(tmp.path(), &["build", "--strict"]);
     assert_eq!(out.code, 1);
     assert!(
         out.stderr
@@ -347,6 +347,16 @@ fn a_skill_that_is_not_utf8_is_reported_with_its_line() {
         "{}",
         out.stderr
     );
+    // Without --strict the skill is left out, and the agent builds.
+    let out = run_in(tmp.path(), &["build"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "warning[W0413]: skill `latin1` is left out: file is not valid UTF-8 (line 2, byte 6)\n --> skills/latin1.md"
+        ),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -355,14 +365,16 @@ fn a_huge_skill_is_refused_without_being_read() {
     fs::create_dir_all(tmp.path().join("skills")).unwrap();
     let file = fs::File::create(tmp.path().join("skills/huge.md")).unwrap();
     file.set_len(20 * 1024 * 1024).unwrap();
-    let out = run_in(tmp.path(), &["build"]);
-    assert_eq!(out.code, 1);
-    assert!(
-        out.stderr
-            .contains("file is too large (20971520 bytes; the limit is 1048576 bytes)"),
-        "{}",
-        out.stderr
-    );
+    for (args, code) in [(&["build", "--strict"][..], 1), (&["build"][..], 0)] {
+        let out = run_in(tmp.path(), args);
+        assert_eq!(out.code, code, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("file is too large (20971520 bytes; the limit is 1048576 bytes)"),
+            "{}",
+            out.stderr
+        );
+    }
 }
 
 #[cfg(unix)]

@@ -382,3 +382,51 @@ fn slash_tools_and_skills_show_what_the_next_turn_offers() {
     assert!(dev.child.wait().unwrap().success());
     assert!(!dev.stderr().contains("(no skills)"), "{}", dev.stderr());
 }
+
+#[test]
+fn a_skill_that_cannot_be_used_is_left_out_of_dev_as_of_build_and_a_fixed_one_reloads() {
+    let (tmp, dir) = dev_agent("- text: One.\n- text: Two.\n");
+    std::fs::create_dir_all(dir.join("skills")).unwrap();
+    std::fs::write(
+        dir.join("skills/tidy.md"),
+        "---\ndescription: Tidies a folder\n---\nTidy.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("skills/ship.md"),
+        "---\ndescription: [Ships\n---\nShip.\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let mut dev = Dev::start(&dir, &log);
+    dev.wait_for(
+        "warning[W0413]: skill `ship` is left out: invalid YAML frontmatter",
+        1,
+    );
+    dev.send("first");
+    dev.wait_for("completed ·", 1);
+    std::fs::write(
+        dir.join("skills/ship.md"),
+        "---\ndescription: Ships a release\n---\nShip.\n",
+    )
+    .unwrap();
+    dev.wait_for("↻ reloaded", 1);
+    dev.send("second");
+    dev.wait_for("completed ·", 2);
+    dev.send("/quit");
+    assert!(dev.child.wait().unwrap().success());
+    let requests = logged_requests(&log);
+    assert_eq!(requests.len(), 2, "{}", dev.stderr());
+    let system = |i: usize| requests[i]["system"].as_str().unwrap().to_string();
+    assert!(
+        system(0).contains("- `tidy`: Tidies a folder"),
+        "{}",
+        system(0)
+    );
+    assert!(!system(0).contains("`ship`"), "{}", system(0));
+    assert!(
+        system(1).contains("- `ship`: Ships a release"),
+        "{}",
+        system(1)
+    );
+}

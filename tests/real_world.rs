@@ -63,7 +63,28 @@ fn files_a_symlink_leads_to_outside_the_agent_directory_are_never_read() {
     write(&dir.join("shared/notes.md"), "Shared notes.\n");
     symlink("../../shared/notes.md", dir.join("skills/docs/shared.md")).unwrap();
 
+    // A skill a link leads out of is left out; the instructions are the author's own.
     let out = run_in(&dir, &["build"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(!out.stderr.contains("NOT-FOR-THE-MODEL"), "{}", out.stderr);
+    for (name, file, target) in [
+        ("notes", "skills/notes.md", "../../credentials"),
+        ("pkg", "skills/pkg/SKILL.md", "../../../skill.md"),
+    ] {
+        let expected = format!(
+            "warning[W0413]: skill `{name}` is left out: symbolic link to `{target}` leads outside the agent directory\n --> {file}\n"
+        );
+        assert!(out.stderr.contains(&expected), "{expected}\n{}", out.stderr);
+    }
+    assert!(
+        out.stderr
+            .contains("warning[W0413]: skill `everything` is left out: symbolic link to `"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.matches("error[").count(), 1, "{}", out.stderr);
+
+    let out = run_in(&dir, &["build", "--strict", "--verbose"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(!out.stderr.contains("NOT-FOR-THE-MODEL"), "{}", out.stderr);
     for (file, target) in [

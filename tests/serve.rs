@@ -1489,3 +1489,35 @@ fn a_made_token_is_never_written_to_a_file() {
         "{text}"
     );
 }
+
+#[test]
+fn serve_builds_like_build_a_skill_that_cannot_be_used_is_left_out() {
+    let dir = common::serve::agent("- text: Hi.\n", &[]);
+    std::fs::create_dir_all(dir.path().join("skills")).unwrap();
+    std::fs::write(
+        dir.path().join("skills/tidy.md"),
+        "---\ndescription: Tidies a folder\n---\nTidy.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("skills/ship.md"),
+        "---\ndescription: Ships\n",
+    )
+    .unwrap();
+    let server = Served::start(dir.path(), &[], &[]);
+    let info = server.call("GET", "/eve/v1/info", None);
+    let skills: Vec<&str> = info.body["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["tidy"], "{:?}", info.body);
+    assert!(
+        server
+            .stderr()
+            .contains("warning[W0413]: skill `ship` is left out: frontmatter starts with `---` but is never closed"),
+        "{}",
+        server.stderr()
+    );
+}

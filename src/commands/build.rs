@@ -15,12 +15,16 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     // A change the agent made waits for the person: this build shows it, and starts
     // none of its servers (they are listed by the next build, once it has been seen).
-    let (build, held) = crate::connections::reviewed(&args.dir, args.refresh, &[], None);
+    let (build, held) =
+        crate::connections::reviewed(&args.dir, args.refresh, args.strict, &[], None);
     let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
     let budget = build.manifest.as_ref().map(compiler::budget::Budget::of);
     match args.format {
         Format::Json => println!("{}", render::json(&diagnostics, budget.as_ref(), &base)),
-        Format::Human => eprint!("{}", render::human_report(&diagnostics, &base, false)),
+        Format::Human => eprint!(
+            "{}",
+            render::human_report(&diagnostics, &base, false, args.verbose)
+        ),
     }
     let cached = build.cached;
     let Some(manifest) = build.manifest else {

@@ -18,7 +18,7 @@ pub fn run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
     }
     eprint!(
         "{}",
-        render::human_report(report.build.diagnostics.iter(), &base, false)
+        render::human_report(report.build.diagnostics.iter(), &base, false, false)
     );
     print!("{}", report.text());
     Ok(if report.ok() {

@@ -16,6 +16,7 @@ pub fn run(args: &DevArgs) -> anyhow::Result<ExitCode> {
         model: args.model.clone(),
         resume: args.r#continue,
         debounce: Duration::from_millis(args.debounce),
+        verbose: args.verbose,
     })?;
     Ok(ExitCode::from(code))
 }

@@ -32,7 +32,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let build = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
     eprint!(
         "{}",
-        render::human_report(build.diagnostics.iter(), &base, false)
+        render::human_report(build.diagnostics.iter(), &base, false, false)
     );
     let Some(manifest) = build.manifest else {
         eprintln!(
@@ -183,7 +183,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         let rebuilt = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
         eprint!(
             "{}",
-            render::human_report(rebuilt.diagnostics.iter(), &base, false)
+            render::human_report(rebuilt.diagnostics.iter(), &base, false, false)
         );
     }
     Ok(if outcome.summary.failed == 0 {

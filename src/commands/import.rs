@@ -39,7 +39,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     if build.diagnostics.has_errors() || build.manifest.is_none() {
         eprint!(
             "{}",
-            render::human_report(build.diagnostics.iter(), &shown, false)
+            render::human_report(build.diagnostics.iter(), &shown, false, false)
         );
         eprintln!(
             "error: the imported agent does not build yet: {} (above)",

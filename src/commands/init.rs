@@ -96,7 +96,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     if !build.diagnostics.is_empty() {
         eprint!(
             "{}",
-            render::human_report(build.diagnostics.iter(), &shown, false)
+            render::human_report(build.diagnostics.iter(), &shown, false, false)
         );
         return Ok(ExitCode::FAILURE);
     }

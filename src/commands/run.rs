@@ -80,7 +80,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     };
     eprint!(
         "{}",
-        render::human_report(build.diagnostics.iter(), &base, args.quiet)
+        render::human_report(build.diagnostics.iter(), &base, args.quiet, args.verbose)
     );
     let Some(manifest) = build.manifest.as_ref() else {
         return fail(
@@ -115,7 +115,10 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
             .iter()
             .filter(|d| !shown.iter().any(|s| s == *d))
             .collect();
-        eprint!("{}", render::human_report(new, &base, args.quiet));
+        eprint!(
+            "{}",
+            render::human_report(new, &base, args.quiet, args.verbose)
+        );
     }
     let cached = build.cached;
     let Some(manifest) = build.manifest else {

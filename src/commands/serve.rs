@@ -40,7 +40,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let cached = build.cached;
     eprint!(
         "{}",
-        render::human_report(build.diagnostics.iter(), &base, false)
+        render::human_report(build.diagnostics.iter(), &base, false, false)
     );
     let Some(manifest) = build.manifest else {
         eprintln!(

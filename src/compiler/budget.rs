@@ -34,7 +34,8 @@ const SAMPLE_DATE: &str = "2000-01-01";
 pub struct Budget {
     /// The instructions, rendered with the build's sample values.
     pub instructions: u64,
-    /// The skills listing the system prompt adds when `load_skill` is offered.
+    /// The skills listing the system prompt adds when `load_skill` is offered (with the
+    /// note on finding deferred skills, when there are some).
     pub skills_listing: u64,
     /// How many skills it lists (deferred skills are not).
     pub skills_listed: usize,
@@ -131,12 +132,13 @@ impl Budget {
     /// The parts that cost something: a name, the tokens, and what they hold.
     fn parts(&self) -> Vec<(&'static str, u64, String)> {
         let mut parts = vec![("instructions", self.instructions, String::new())];
-        if self.skills_listed > 0 {
-            parts.push((
-                "skills listing",
-                self.skills_listing,
-                format!(" ({})", count(self.skills_listed, "skill")),
-            ));
+        if self.skills_listing > 0 {
+            let what = if self.skills_listed > 0 {
+                count(self.skills_listed, "skill")
+            } else {
+                "every skill deferred".to_string()
+            };
+            parts.push(("skills listing", self.skills_listing, format!(" ({what})")));
         }
         if self.tool_catalog > 0 {
             parts.push(("tool catalog", self.tool_catalog, String::new()));
@@ -232,7 +234,7 @@ fn measure(manifest: &Manifest, rendered: Option<&str>) -> Budget {
         });
     let offers = |name: &str| manifest.tools.iter().any(|t| t.name == name);
     let skills = offers("load_skill")
-        .then(|| crate::prompt::skills_section(&manifest.skills))
+        .then(|| crate::prompt::skills_prompt(&manifest.skills, offers("search_tools")))
         .flatten();
     let skills_listed = match skills {
         Some(_) => manifest.skills.iter().filter(|s| !s.deferred).count(),
@@ -290,6 +292,47 @@ fn definition(tool: &crate::manifest::Tool) -> String {
     .unwrap_or_default()
 }
 
+/// E0903 when the listing of the skills that are not deferred (`skills`, of an agent
+/// with these `limits`) cannot fit in the window beside a reply: however the system
+/// prompt is made — the listing eve adds, or `{{ skills }}` in the instructions — no
+/// request could be sent. Returns whether it reported it. Checked before the rest of the
+/// budget, which is measured only once the agent builds, and before the trial render,
+/// which would otherwise stop at the size limit of a render first.
+pub fn check_skills(
+    skills: &[crate::manifest::Skill],
+    limits: &crate::manifest::Limits,
+    file: &str,
+    diags: &mut Diagnostics,
+) -> bool {
+    let Some(listing) = crate::prompt::skills_section(skills) else {
+        return false;
+    };
+    let listing = tokens(&listing);
+    let room = limits
+        .context_window
+        .saturating_sub(limits.max_output_tokens);
+    if listing <= room {
+        return false;
+    }
+    let listed = skills.iter().filter(|s| !s.deferred).count();
+    diags.push(
+        Diagnostic::error(
+            code::SKILLS_OVERFLOW,
+            format!(
+                "the skills listing cannot fit in the context window: ~{} tokens for {}, {} of the {}-token window",
+                thousands(listing as usize),
+                count(listed, "skill"),
+                percent(share(listing, limits.context_window)),
+                thousands(limits.context_window as usize),
+            ),
+        )
+        .file(file)
+        .note("the system prompt lists every skill that is not deferred, with its description, in every request; with room for a reply (`max_output_tokens`) it must fit in `context_window`")
+        .help("defer every skill with `[skills] defer = true` in `agent.toml`: none is listed, and the model finds them with `search_tools` and loads them with `load_skill`; or defer some with `deferred: true` in their frontmatter"),
+    );
+    true
+}
+
 /// Where the agent's `max_output_tokens` came from, for [`check`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
@@ -314,7 +357,7 @@ pub fn check(
     let budget = measure(manifest, rendered);
     let total = thousands(budget.total as usize);
     let window = thousands(budget.context_window as usize);
-    let smaller = "defer skills (`deferred: true`) or connections (`defer = true`), shorten long descriptions, or disable tools the agent does not need";
+    let smaller = "defer skills (`[skills] defer = true`, or `deferred: true` in one) or connections (`defer = true`), shorten long descriptions, or disable tools the agent does not need";
     let overflows = budget.room() < budget.max_output_tokens;
     let (diagnostic, why, help) = if overflows && output == Output::Default {
         // A default never makes a file invalid (a small local model's window with the
@@ -417,6 +460,43 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_that_cannot_fit_is_an_error_even_rendered_without_load_skill() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "agent.toml",
+            "model = \"openai/m\"\ndefault_tools = false\n[limits]\ncontext_window = 1000\nmax_output_tokens = 100\n",
+        );
+        write("tools/load_skill.toml", "disabled = true\n");
+        write(
+            "instructions.md",
+            "{% for s in skills %}{{ s.description }}\n{% endfor %}",
+        );
+        for i in 0..20 {
+            let description = "Does one kind of work from start to end. ".repeat(5);
+            write(
+                &format!("skills/s{i}.md"),
+                &format!("---\ndescription: {description}\n---\nDo.\n"),
+            );
+        }
+        let codes = |dir: &std::path::Path| -> Vec<&'static str> {
+            let build = super::super::compile(dir, &crate::tools::builtin::CATALOG);
+            build.diagnostics.iter().map(|d| d.code).collect()
+        };
+        assert_eq!(codes(dir.path()), vec![code::SKILLS_OVERFLOW]);
+        // Deferred, the skills are neither listed nor rendered.
+        write(
+            "agent.toml",
+            "model = \"openai/m\"\ndefault_tools = false\n[limits]\ncontext_window = 1000\nmax_output_tokens = 100\n[skills]\ndefer = true\n",
+        );
+        assert_eq!(codes(dir.path()), Vec::<&str>::new());
+    }
+
+    #[test]
     fn four_characters_make_a_token_rounded_up() {
         assert_eq!(
             (tokens(""), tokens("abcd"), tokens("abcde"), tokens("éééé")),
@@ -446,18 +526,25 @@ mod tests {
         let name = &manifest.agent.name;
         let prompt = format!("You are {name} in /workspace.");
         assert_eq!(budget.instructions, tokens(&prompt));
-        let listing = crate::prompt::skills_section(&manifest.skills).unwrap();
+        // The deferred skill is not listed; the note says how to find it, with the
+        // search the deferred skill brings.
+        let listing = crate::prompt::skills_prompt(&manifest.skills, true).unwrap();
         assert!(!listing.contains("later"));
+        assert!(listing.contains("# More skills"));
         assert_eq!(budget.skills_listing, tokens(&listing));
         assert_eq!(budget.skills_listed, 1);
-        assert_eq!(budget.tools_listed, 1);
-        assert_eq!(budget.tools, tokens(&definition(&manifest.tools[0])));
+        let names: Vec<&str> = manifest.tools.iter().map(|t| t.name.as_str()).collect();
+        // Only deferred skills: nothing for `call_tool` to run.
+        assert_eq!(names, ["load_skill", "search_tools"]);
+        assert_eq!(budget.tools_listed, 2);
+        let definitions: u64 = manifest.tools.iter().map(|t| tokens(&definition(t))).sum();
+        assert_eq!(budget.tools, definitions);
         assert_eq!(
             budget.total,
             budget.instructions + budget.skills_listing + budget.tools
         );
-        assert_eq!(budget.largest_tools.len(), 1);
-        assert_eq!(budget.tool_catalog, 0);
+        assert_eq!(budget.largest_tools.len(), 2);
+        assert_eq!(budget.tool_catalog, 0, "no tool is deferred");
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub struct Config {
     /// Whether `[limits] max_output_tokens` is written in this file (else it is derived
     /// or inherited): only a written one that does not fit is the author's error.
     pub max_output_written: bool,
+    /// `[skills] defer = true`: every skill of this agent is deferred.
+    pub defer_skills: bool,
 }
 
 /// Compiles `agent.toml` (or reports it missing). Always returns a config, with defaults
@@ -107,6 +109,7 @@ pub fn compile(
         env_key_errors: Vec::new(),
         api: Some(Api::Anthropic),
         max_output_written: false,
+        defer_skills: false,
     };
     let file = match file {
         AgentToml::File(file) => file,
@@ -337,6 +340,13 @@ fn read_agent(
             config.instructions_env.sort();
         }
         instructions.finish();
+    }
+
+    if let Some(mut skills) = root.table("skills") {
+        if let Some(defer) = skills.bool("defer") {
+            config.defer_skills = defer.value;
+        }
+        skills.finish();
     }
     max_output_written
 }

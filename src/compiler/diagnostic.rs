@@ -70,6 +70,7 @@ pub mod code {
     pub const LINK_LEAVES_AGENT: &str = "W0410";
     pub const UNKNOWN_PLACEHOLDER: &str = "W0411";
     pub const RESOURCE_SKIPPED: &str = "W0412";
+    pub const SKILL_LEFT_OUT: &str = "W0413";
 
     pub const SUBAGENT_WITHOUT_DESCRIPTION: &str = "E0501";
     pub const SUBAGENT_NAME_COLLISION: &str = "E0502";
@@ -104,6 +105,7 @@ pub mod code {
 
     pub const CONTEXT_BUDGET: &str = "W0901";
     pub const CONTEXT_OVERFLOW: &str = "E0902";
+    pub const SKILLS_OVERFLOW: &str = "E0903";
 
     /// Every code above, to find a code again from its text (the build cache keeps it).
     pub const ALL: &[&str] = &[
@@ -156,6 +158,7 @@ pub mod code {
         LINK_LEAVES_AGENT,
         UNKNOWN_PLACEHOLDER,
         RESOURCE_SKIPPED,
+        SKILL_LEFT_OUT,
         SUBAGENT_WITHOUT_DESCRIPTION,
         SUBAGENT_NAME_COLLISION,
         INVALID_SUBAGENT_NAME,
@@ -186,6 +189,7 @@ pub mod code {
         NOT_A_CONNECTION_FILE,
         CONTEXT_BUDGET,
         CONTEXT_OVERFLOW,
+        SKILLS_OVERFLOW,
     ];
 
     /// The code with this text, if eve has it.
@@ -321,7 +325,7 @@ impl Diagnostic {
     }
 
     /// How many diagnostics this one stands for.
-    fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.omitted.max(1)
     }
 }

@@ -40,9 +40,12 @@ pub struct Confinement<'a> {
     pub definition: &'a [String],
 }
 
-/// How a build gets listings.
+/// How a build gets listings, and how it treats a skill that cannot be used.
 #[derive(Clone, Copy, Default)]
 pub struct Options<'a> {
+    /// `eve build --strict`: a skill that cannot be used is an error of the agent, as for
+    /// a skill's author; otherwise it is left out with a warning (W0413).
+    pub strict: bool,
     /// `None`: cached listings only, no server starts.
     pub lister: Option<&'a dyn Lister>,
     /// `eve build --refresh`: list every server again, whatever is cached.

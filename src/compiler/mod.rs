@@ -149,7 +149,13 @@ pub fn build_after(
         cache::check(dir, &identity, touched)
     };
     if let Some(hit) = verdict.hit.take() {
-        if let Some(manifest) = read_manifest(dir).filter(|m| m.inputs_hash == hit.inputs_hash) {
+        // A strict build refuses what the last (lenient) one left out: it compiles again,
+        // with every skill from the cache.
+        let left_out = |d: &Diagnostic| d.code == code::SKILL_LEFT_OUT;
+        let answers = !(options.strict && hit.diagnostics.iter().any(left_out));
+        if let Some(manifest) =
+            read_manifest(dir).filter(|m| answers && m.inputs_hash == hit.inputs_hash)
+        {
             return Build {
                 connections: manifest.connections.clone(),
                 manifest: Some(manifest),
@@ -160,9 +166,9 @@ pub fn build_after(
                 reused_skills: 0,
             };
         }
-        // The inputs are as recorded but the manifest is gone or another: a hit hands
-        // out no units, so ask again with the manifest as the change, and every skill
-        // comes from the cache.
+        // The inputs are as recorded but the manifest is gone or another (or the build
+        // is stricter): a hit hands out no units, so ask again with the manifest as the
+        // change, and every skill comes from the cache.
         verdict = cache::check(
             dir,
             &identity,
@@ -240,7 +246,6 @@ fn compile_files(
     options: listing::Options<'_>,
     diags: &mut Diagnostics,
 ) -> Option<Manifest> {
-    diags.extend(files.problems.iter().cloned());
     let at = |rel: &str| {
         if files.prefix.is_empty() {
             rel.to_string()
@@ -248,6 +253,25 @@ fn compile_files(
             format!("{}/{rel}", files.prefix)
         }
     };
+    // An entry of `skills/` the listing could not take (a link out of the agent
+    // directory, a name that is not UTF-8) is a skill that cannot be used, like the
+    // problems of a skill's own files.
+    let skills_dir = at("skills/");
+    for problem in &files.problems {
+        let entry = problem
+            .file
+            .as_deref()
+            .and_then(|f| f.strip_prefix(&skills_dir))
+            .and_then(|rest| rest.split('/').next())
+            .filter(|_| !options.strict && problem.is_error());
+        match entry {
+            Some(entry) => diags.extend(skills::left_out(
+                &format!("{skills_dir}{entry}"),
+                vec![problem.clone()],
+            )),
+            None => diags.push(problem.clone()),
+        }
+    }
     let mut config = config::compile(
         &files.agent_toml,
         &at("agent.toml"),
@@ -257,7 +281,12 @@ fn compile_files(
         diags,
     );
     keys.add(&mut config);
-    let skills = skills::compile(&files.skills, diags);
+    let mut skills = skills::compile(&files.skills, options.strict, diags);
+    if config.defer_skills {
+        for skill in &mut skills {
+            skill.deferred = true;
+        }
+    }
     let mut read = connections::read_all(&files.connections, diags);
     // What the commands run is part of the definition; a command whose files cannot be
     // never runs: its connection or tool is left out.
@@ -287,7 +316,7 @@ fn compile_files(
     let compiled = tools::compile(
         &files.tools,
         &config,
-        !skills.is_empty(),
+        &skills,
         catalog,
         &names,
         read.iter().any(|r| r.connection.defer),
@@ -358,13 +387,22 @@ fn compile_files(
     tools.extend(subagents.iter().map(subagent_tool));
     check_collisions(&tools, &connections, diags);
 
+    // A listing that cannot fit is reported as that, and the trial render goes on
+    // without it: rendered by `{{ skills }}`, it would only pass the size limit of a render.
+    let renders_skills = match &files.instructions {
+        inputs::InstructionFiles::File(file) => file.text.contains("skills"),
+        inputs::InstructionFiles::Dir(parts) => parts.iter().any(|p| p.text.contains("skills")),
+        _ => false,
+    };
+    let overflowing = (renders_skills || tools.iter().any(|t| t.name == "load_skill"))
+        && budget::check_skills(&skills, &config.agent.limits, &at("agent.toml"), diags);
     // A trial render with sample values: every variable must exist. `tools` are the
     // ones the run lists (deferred tools are found through `search_tools`).
     let sample = crate::template::Context::new(
         &config.agent,
         &config.agent.model,
         tools.iter().filter(|t| !t.defer),
-        &skills,
+        if overflowing { &[] } else { &skills },
         "/workspace".into(),
         "2000-01-01".into(),
         config

@@ -1,5 +1,6 @@
 //! Renders diagnostics for a person (compiler style, optionally coloured) or as JSON.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use serde::Serialize;
@@ -46,20 +47,58 @@ impl Style {
     }
 }
 
-/// Every diagnostic of a build in the compiler style, each followed by a newline, styled
-/// for stderr; with `errors_only`, warnings are left out. The one printer every command uses.
+/// How many diagnostics of one code a report prints before it counts the rest.
+pub const EXAMPLES_PER_CODE: usize = 3;
+
+/// The diagnostics of a build in the compiler style, each followed by a newline, styled
+/// for stderr; with `errors_only`, warnings are left out. Unless `verbose`, only the
+/// first [`EXAMPLES_PER_CODE`] of each code are printed, and one line at the end counts
+/// the rest of that code: a library of thousands of skills with one habit in common
+/// prints a screenful, not 50,000 lines. The one printer every command uses.
 pub fn human_report<'a>(
     diagnostics: impl IntoIterator<Item = &'a Diagnostic>,
     base: &str,
     errors_only: bool,
+    verbose: bool,
 ) -> String {
     let style = Style::for_stderr();
     let mut out = String::new();
+    let mut shown: HashMap<&str, usize> = HashMap::new();
+    // Each code with more than its examples, in the order first met, and how many more.
+    let mut more: Vec<(&str, Severity, usize)> = Vec::new();
     for d in diagnostics {
-        if !errors_only || d.severity == Severity::Error {
-            out.push_str(&human(d, base, style));
-            out.push('\n');
+        if errors_only && d.severity != Severity::Error {
+            continue;
         }
+        let examples = shown.entry(d.code).or_default();
+        // The line that stands for the rest of a file's diagnostics of this code
+        // ([`super::diagnostic::Diagnostics::cap`]) is a count, never an example.
+        if !verbose && (*examples >= EXAMPLES_PER_CODE || d.omitted > 0) {
+            match more.iter_mut().find(|(code, _, _)| *code == d.code) {
+                Some((_, _, n)) => *n += d.count(),
+                None => more.push((d.code, d.severity, d.count())),
+            }
+            continue;
+        }
+        *examples += 1;
+        out.push_str(&human(d, base, style));
+        out.push('\n');
+    }
+    for (code, severity, n) in more {
+        let word = match (severity, n) {
+            (Severity::Error, 1) => "error",
+            (Severity::Error, _) => "errors",
+            (Severity::Warning, 1) => "warning",
+            (Severity::Warning, _) => "warnings",
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            style.bold(&format!(
+                "… and {} more {code} {word} (eve build --verbose shows all)",
+                super::diagnostic::thousands(n)
+            ))
+        );
     }
     out
 }
@@ -259,6 +298,51 @@ mod tests {
             human(&d, ".", Style { color: false }),
             "warning[W0212]: `tools/x.txt` is not a tool file\n --> tools/x.txt\n  = note: why\n"
         );
+    }
+
+    #[test]
+    fn a_report_prints_three_of_each_code_and_counts_the_rest_unless_verbose() {
+        let mut diags = crate::compiler::Diagnostics::default();
+        for i in 0..5 {
+            diags.push(Diagnostic::warning(
+                code::SKILL_NAME_MISMATCH,
+                format!("m{i}"),
+            ));
+        }
+        diags.push(Diagnostic::error(code::UNKNOWN_KEY, "k"));
+        for i in 0..12 {
+            diags.push(Diagnostic::error(code::WRONG_TYPE, format!("t{i}")).file("agent.toml"));
+        }
+        diags.cap(10);
+        let report = human_report(diags.iter(), ".", false, false);
+        let firsts: Vec<&str> = report
+            .lines()
+            .filter(|l| l.starts_with("warning[") || l.starts_with("error[") || l.starts_with('…'))
+            .collect();
+        assert_eq!(
+            firsts,
+            [
+                "warning[W0402]: m0",
+                "warning[W0402]: m1",
+                "warning[W0402]: m2",
+                "error[E0003]: k",
+                "error[E0004]: t0",
+                "error[E0004]: t1",
+                "error[E0004]: t2",
+                "… and 2 more W0402 warnings (eve build --verbose shows all)",
+                "… and 9 more E0004 errors (eve build --verbose shows all)",
+            ]
+        );
+        let verbose = human_report(diags.iter(), ".", false, true);
+        assert_eq!(verbose.matches("warning[W0402]").count(), 5);
+        assert_eq!(
+            verbose.matches("error[E0004]").count(),
+            11,
+            "ten and the count of the rest"
+        );
+        assert!(!verbose.contains("--verbose"));
+        let errors = human_report(diags.iter(), ".", true, false);
+        assert!(!errors.contains("W0402"), "{errors}");
     }
 
     #[test]

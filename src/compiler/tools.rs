@@ -59,11 +59,12 @@ pub struct Compiled {
 /// the model will see (subagent and connection tools are added by the caller).
 /// `connections` are the agent's connection names: `tools/<connection>__<tool>.toml`
 /// changes that connection's tool; `deferred_elsewhere` says whether a connection
-/// defers its tools (the catalog tools are offered when anything is deferred).
+/// defers its tools. `load_skill` is offered with `skills`, `search_tools` when a tool
+/// or a skill is deferred, `call_tool` when a tool is.
 pub fn compile(
     files: &[Loaded],
     config: &Config,
-    has_skills: bool,
+    skills: &[crate::manifest::Skill],
     catalog: &Catalog,
     connections: &[&str],
     deferred_elsewhere: bool,
@@ -119,22 +120,26 @@ pub fn compile(
         // also comes with the skills themselves, which are useless without it.
         let implied = matches!(
             builtin.availability,
-            Availability::WithSkills | Availability::WithDeferred
+            Availability::WithSkills | Availability::WithDeferred | Availability::WithDeferredTools
         );
         if !config.agent.default_tools && over.is_none() && !implied {
             continue;
         }
         let available = match builtin.availability {
             Availability::Always => true,
-            Availability::WithSkills => has_skills,
-            Availability::WithDeferred => has_deferred,
+            Availability::WithSkills => !skills.is_empty(),
+            Availability::WithDeferred => has_deferred || skills.iter().any(|s| s.deferred),
+            Availability::WithDeferredTools => has_deferred,
             Availability::AnthropicOnly => config.api == Some(Api::Anthropic),
         };
         if !available {
             if let Some(over) = &over {
                 let why = match builtin.availability {
                     Availability::WithSkills => "the agent has no skills".to_string(),
-                    Availability::WithDeferred => "no tool has `defer = true`".to_string(),
+                    Availability::WithDeferred => {
+                        "no tool has `defer = true` and no skill is deferred".to_string()
+                    }
+                    Availability::WithDeferredTools => "no tool has `defer = true`".to_string(),
                     _ => format!(
                         "it is only offered with Anthropic models, and the model is `{}`",
                         config.agent.model

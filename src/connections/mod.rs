@@ -30,28 +30,30 @@ use server::Server;
 /// `refresh`) to list their tools — unless a change the person has not seen stands in
 /// the way ([`reviewed`]).
 pub fn build(dir: &Path, refresh: bool) -> crate::compiler::Build {
-    reviewed(dir, refresh, &[], None).0
+    reviewed(dir, refresh, false, &[], None).0
 }
 
 /// [`build`] for sessions in `workspace` (`--workspace`), whose servers the build
 /// starts there, as the sessions will.
 pub fn build_in(dir: &Path, workspace: Option<&Path>) -> crate::compiler::Build {
-    reviewed(dir, false, &[], workspace).0
+    reviewed(dir, false, false, &[], workspace).0
 }
 
 /// [`build`] after the files `touched` changed (see [`crate::compiler::build_after`]).
 pub fn build_after(dir: &Path, refresh: bool, touched: &[String]) -> crate::compiler::Build {
-    reviewed(dir, refresh, touched, None).0
+    reviewed(dir, refresh, false, touched, None).0
 }
 
 /// The one way a build starts servers. What stands in the way of running anything of
 /// the definition ([`crate::review::unseen`]) is decided first; then no server starts,
 /// and the connections without a valid cached listing stay unlisted (the build is not
 /// kept in the cache), until the person has seen the change. An error deciding it
-/// starts nothing either.
+/// starts nothing either. With `strict` (`eve build --strict`), a skill that cannot be
+/// used fails the build instead of being left out.
 pub fn reviewed(
     dir: &Path,
     refresh: bool,
+    strict: bool,
     touched: &[String],
     workspace: Option<&Path>,
 ) -> (crate::compiler::Build, Option<crate::review::Pending>) {
@@ -74,6 +76,7 @@ pub fn reviewed(
                 .then_some(&lister as &dyn crate::compiler::listing::Lister),
             refresh,
             workspace,
+            strict,
         },
         touched,
     );

@@ -74,7 +74,7 @@ pub fn report(dir: &Path) -> Report {
         listing::Options {
             lister: held.is_none().then_some(&lister as &dyn listing::Lister),
             refresh: true,
-            workspace: None,
+            ..listing::Options::default()
         },
     );
     let records = lister.records();

@@ -54,6 +54,8 @@ pub struct DevOptions {
     pub model: Option<String>,
     pub resume: bool,
     pub debounce: Duration,
+    /// Print every diagnostic of a build (`--verbose`), not three of each code.
+    pub verbose: bool,
 }
 
 /// Something the loop reacts to.
@@ -89,7 +91,7 @@ struct Dev {
 pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let base = options.dir.to_string_lossy().into_owned();
     let build = crate::connections::build(&options.dir, false);
-    print_diagnostics(&build, &base);
+    print_diagnostics(&build, &base, options.verbose);
     let build_cached = build.cached;
     let Some(active) = build.manifest else {
         eprintln!(
@@ -198,10 +200,10 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     Ok(runner::exit::COMPLETED)
 }
 
-fn print_diagnostics(build: &compiler::Build, base: &str) {
+fn print_diagnostics(build: &compiler::Build, base: &str, verbose: bool) {
     eprint!(
         "{}",
-        render::human_report(build.diagnostics.iter(), base, false)
+        render::human_report(build.diagnostics.iter(), base, false, verbose)
     );
 }
 
@@ -296,7 +298,8 @@ impl Dev {
         match decision {
             Reload::Unchanged => {}
             Reload::Failed { diagnostics } => {
-                let mut text = render::human_report(&diagnostics, &self.base, false);
+                let mut text =
+                    render::human_report(&diagnostics, &self.base, false, self.options.verbose);
                 text.push_str("✗ build failed: still using the last good build");
                 self.say(&text);
             }
@@ -491,7 +494,7 @@ impl Dev {
         let (cases, diagnostics) = compiler::compile_evals(&self.options.dir, &manifest);
         eprint!(
             "{}",
-            render::human_report(diagnostics.iter(), &self.base, false)
+            render::human_report(diagnostics.iter(), &self.base, false, self.options.verbose)
         );
         if diagnostics.has_errors() {
             eprintln!("✗ the eval cases have errors: fix them, then /eval again");

@@ -34,8 +34,9 @@ pub fn system_prompt(
     );
     let mut prompt = template::render(&manifest.instructions, &context)
         .map_err(|e| format!("cannot render the instructions: {e}"))?;
+    let searchable = offered.iter().any(|t| t == "search_tools");
     if registry.offers(crate::tools::builtin::Builtin::LoadSkill)
-        && let Some(section) = crate::prompt::skills_section(&manifest.skills)
+        && let Some(section) = crate::prompt::skills_prompt(&manifest.skills, searchable)
     {
         prompt.push_str(&section);
     }

@@ -567,7 +567,25 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// A deferred tool's name and description, prepared once for every search.
+/// The deferred skills of `skills` that match `query` best, best first, ranked as
+/// [`Registry::search`] ranks tools (a skill has no connection).
+pub fn search_skills<'a>(
+    skills: &'a [manifest::Skill],
+    query: &str,
+    limit: usize,
+) -> Vec<&'a manifest::Skill> {
+    let query = Query::new(query);
+    let mut found: Vec<(u32, &manifest::Skill)> = skills
+        .iter()
+        .filter(|s| s.deferred)
+        .map(|s| (SearchText::named(&s.name, &s.description).score(&query), s))
+        .filter(|(score, _)| *score > 0)
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    found.into_iter().take(limit).map(|(_, s)| s).collect()
+}
+
+/// A deferred tool's (or skill's) name and description, prepared once for every search.
 #[derive(Debug)]
 struct SearchText {
     name: String,
@@ -595,6 +613,18 @@ impl SearchText {
             name,
             short,
             connection,
+        }
+    }
+
+    /// The search text of a skill: a name and a description, no connection.
+    fn named(name: &str, description: &str) -> SearchText {
+        let name = name.to_lowercase();
+        SearchText {
+            name_words: words(&name),
+            description_words: words(description),
+            short: name.clone(),
+            name,
+            connection: None,
         }
     }
 
@@ -681,6 +711,38 @@ pub fn parse_arguments(raw: &str) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skills_are_searched_only_when_deferred_and_by_rank() {
+        let skill = |name: &str, description: &str, deferred: bool| manifest::Skill {
+            name: name.into(),
+            description: description.into(),
+            path: format!("skills/{name}.md"),
+            deferred,
+            license: None,
+            metadata: serde_json::json!({}),
+            body_hash: String::new(),
+            body_offset: 0,
+            resources: Vec::new(),
+        };
+        let skills = [
+            skill("invoice-check", "Checks an invoice", true),
+            skill("pay-invoice", "Pays a checked invoice", true),
+            skill("listed-invoice", "An invoice skill that is listed", false),
+            skill("tidy", "Tidies a folder", true),
+        ];
+        let found = |query: &str| -> Vec<&str> {
+            search_skills(&skills, query, 5)
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect()
+        };
+        assert_eq!(found("pay-invoice"), ["pay-invoice", "invoice-check"]);
+        assert_eq!(found("invoice"), ["invoice-check", "pay-invoice"]);
+        assert_eq!(found("folder"), ["tidy"]);
+        assert_eq!(found("nothing like it"), Vec::<&str>::new());
+        assert_eq!(search_skills(&skills, "invoice", 1).len(), 1);
+    }
     use serde_json::json;
 
     fn manifest() -> manifest::Manifest {

@@ -74,7 +74,20 @@ pub static AGENT: Table = Table::of(&[
         Kind::Table(&INSTRUCTIONS),
         "What the instructions templates may read.",
     ),
+    Key::new(
+        "skills",
+        Kind::Table(&SKILLS),
+        "How the agent's skills reach the model.",
+    ),
 ]);
+
+/// `[skills]`.
+pub static SKILLS: Table = Table::of(&[Key::new(
+    "defer",
+    Kind::Bool,
+    "`true` defers every skill, as `deferred: true` in each would: none is listed in the system prompt, and the model finds them with `search_tools` and loads them with `load_skill`. For a library too large to list.",
+)
+.default(D::Bool(false))]);
 
 /// `[limits]`.
 pub static LIMITS: Table = Table::of(&[

@@ -253,7 +253,7 @@ fn report(kind: &FileKind, doc: &Value) -> Vec<String> {
             tools::compile(
                 &[loaded(toml_text(doc))],
                 &config,
-                false,
+                &[],
                 &CATALOG,
                 &["fs"],
                 false,
@@ -535,7 +535,7 @@ fn defaults_are_the_compilers() {
                 text: format!("description = \"d\"\n{text}\n[input_schema]\ntype = \"object\"\n"),
             }],
             &config,
-            false,
+            &[],
             &CATALOG,
             &[],
             false,

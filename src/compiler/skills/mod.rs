@@ -100,33 +100,67 @@ impl Unit {
 }
 
 /// The skills of an agent from its units (in file-name order): their diagnostics, and
-/// duplicate names reported.
-pub fn compile(units: &[Unit], diags: &mut Diagnostics) -> Vec<Skill> {
+/// duplicate names reported. A skill that cannot be used (bad frontmatter, no
+/// description, a second of one name…) costs that skill, not the agent: its errors
+/// become one warning that it is left out ([`left_out`]), unless `strict`.
+pub fn compile(units: &[Unit], strict: bool, diags: &mut Diagnostics) -> Vec<Skill> {
     let mut skills: Vec<Skill> = Vec::new();
     let mut first_seen: BTreeMap<String, String> = BTreeMap::new();
     for unit in units {
-        diags.extend(unit.diagnostics.iter().cloned());
-        let Some(skill) = &unit.skill else {
-            continue;
-        };
         let file = unit.file.clone().unwrap_or_else(|| unit.key.clone());
-        if let Some(first) = first_seen.get(&skill.name) {
-            diags.push(
+        let mut found = unit.diagnostics.clone();
+        let skill = unit.skill.as_ref().filter(|skill| {
+            let Some(first) = first_seen.get(&skill.name) else {
+                return true;
+            };
+            found.push(
                 Diagnostic::error(
                     code::DUPLICATE_SKILL,
                     format!("two skills are named `{}`", skill.name),
                 )
-                .file(file)
+                .file(file.clone())
                 .note(format!("the other one is `{first}`"))
                 .help("rename or remove one of them"),
             );
-            continue;
+            false
+        });
+        let usable = !found.iter().any(Diagnostic::is_error);
+        if strict || usable {
+            diags.extend(found);
+        } else {
+            let (errors, warnings): (Vec<_>, Vec<_>) =
+                found.into_iter().partition(Diagnostic::is_error);
+            diags.extend(warnings);
+            diags.extend(left_out(&unit.key, errors));
         }
-        first_seen.insert(skill.name.clone(), file);
-        skills.push(skill.clone());
+        if let Some(skill) = skill.filter(|_| usable) {
+            first_seen.insert(skill.name.clone(), file);
+            skills.push(skill.clone());
+        }
     }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
     skills
+}
+
+/// W0413: the entry `key` (`skills/deploy`) is left out for its `errors` (at least
+/// one): the first says why, where it is; the others follow as notes.
+pub fn left_out(key: &str, errors: Vec<Diagnostic>) -> Option<Diagnostic> {
+    let mut errors = errors.into_iter();
+    let first = errors.next()?;
+    let name = key.rsplit('/').next().unwrap_or(key);
+    let name = name.strip_suffix(".md").unwrap_or(name);
+    let mut warning = Diagnostic {
+        severity: super::diagnostic::Severity::Warning,
+        code: code::SKILL_LEFT_OUT,
+        message: format!("skill `{name}` is left out: {}", first.message),
+        ..first
+    };
+    for other in errors {
+        warning = warning.note(format!("also: {}", other.message));
+    }
+    Some(warning.note(
+        "a skill that cannot be used costs that skill, not the agent; `eve build --strict` refuses the agent instead",
+    ))
 }
 
 /// Compiles the skill of one entry of the agent directory at `prefix` (relative to the
@@ -385,6 +419,111 @@ mod tests {
         assert_eq!(listed(&unbroken).chars().count(), LISTED_DESCRIPTION_CHARS);
         let fits = "é".repeat(LISTED_DESCRIPTION_CHARS);
         assert_eq!(listed(&fits), fits);
+    }
+
+    fn unit(key: &str, skill: Option<&str>, diagnostics: Vec<Diagnostic>) -> Unit {
+        Unit {
+            key: key.into(),
+            file: Some(format!("{key}.md")),
+            skill: skill.map(|name| Skill {
+                name: name.into(),
+                description: "Does it".into(),
+                path: format!("{key}.md"),
+                deferred: false,
+                license: None,
+                metadata: serde_json::json!({}),
+                body_hash: String::new(),
+                body_offset: 0,
+                resources: Vec::new(),
+            }),
+            diagnostics,
+            digest: "0".repeat(64),
+        }
+    }
+
+    #[test]
+    fn a_skill_with_errors_is_left_out_with_one_warning_unless_strict() {
+        let src = SourceFile::new("skills/bad.md", "---\ndescription: [x\n---\n");
+        let units = [
+            unit("skills/good", Some("good"), Vec::new()),
+            unit(
+                "skills/bad",
+                None,
+                vec![
+                    Diagnostic::error(code::FRONTMATTER, "invalid YAML frontmatter")
+                        .at_line(&src, 2, None)
+                        .help("close the list"),
+                    Diagnostic::warning(code::BROKEN_SKILL_LINK, "link `x.md` is broken"),
+                    Diagnostic::error(
+                        code::SKILL_WITHOUT_DESCRIPTION,
+                        "skill `bad` has no description",
+                    ),
+                ],
+            ),
+            unit("skills/good-again", Some("good"), Vec::new()),
+        ];
+        let mut lenient = Diagnostics::default();
+        let skills = compile(&units, false, &mut lenient);
+        assert_eq!(
+            skills.iter().map(|s| s.path.as_str()).collect::<Vec<_>>(),
+            ["skills/good.md"]
+        );
+        let shown: Vec<_> = lenient
+            .iter()
+            .map(|d| {
+                (
+                    d.code,
+                    d.message.as_str(),
+                    d.line,
+                    d.notes.len(),
+                    d.help.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    code::BROKEN_SKILL_LINK,
+                    "link `x.md` is broken",
+                    None,
+                    0,
+                    None
+                ),
+                (
+                    code::SKILL_LEFT_OUT,
+                    "skill `bad` is left out: invalid YAML frontmatter",
+                    Some(2),
+                    2,
+                    Some("close the list"),
+                ),
+                (
+                    code::SKILL_LEFT_OUT,
+                    "skill `good-again` is left out: two skills are named `good`",
+                    None,
+                    2,
+                    Some("rename or remove one of them"),
+                ),
+            ]
+        );
+        assert!(!lenient.has_errors());
+        assert_eq!(
+            lenient.iter().nth(1).map(|d| d.notes[0].as_str()),
+            Some("also: skill `bad` has no description")
+        );
+
+        let mut strict = Diagnostics::default();
+        compile(&units, true, &mut strict);
+        let codes: Vec<_> = strict.iter().map(|d| d.code).collect();
+        assert_eq!(
+            codes,
+            [
+                code::FRONTMATTER,
+                code::BROKEN_SKILL_LINK,
+                code::SKILL_WITHOUT_DESCRIPTION,
+                code::DUPLICATE_SKILL
+            ]
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub const SPEC: BuiltinTool = BuiltinTool {
     read_only: false,
     timeout_secs: 3600,
     settings: &[],
-    availability: Availability::WithDeferred,
+    availability: Availability::WithDeferredTools,
 };
 
 #[derive(Debug, Deserialize)]

@@ -38,6 +38,9 @@ pub const SPEC: BuiltinTool = BuiltinTool {
     availability: Availability::WithSkills,
 };
 
+/// The most skill names an unknown name's error lists.
+const MAX_NAMED: usize = 50;
+
 #[derive(Debug, Deserialize)]
 struct Input {
     name: String,
@@ -58,10 +61,15 @@ impl LoadSkill {
             let hint = crate::suggest::closest(name, names.iter().copied())
                 .map(|near| format!(" Did you mean `{near}`?"))
                 .unwrap_or_default();
-            return ToolOutput::error(format!(
-                "There is no skill named `{name}`.{hint} Available skills: {}.",
-                names.join(", ")
-            ));
+            // A library of thousands is searched, not listed back in full.
+            let rest = if names.len() <= MAX_NAMED {
+                format!(" Available skills: {}.", names.join(", "))
+            } else if skills.iter().any(|s| s.deferred) {
+                " Find the skill with search_tools.".to_string()
+            } else {
+                " The skills are listed in your instructions.".to_string()
+            };
+            return ToolOutput::error(format!("There is no skill named `{name}`.{hint}{rest}"));
         };
         let file = ctx.agent_dir.join(&skill.path);
         // Like `eve build`: a regular file only, never opened in a way that blocks.

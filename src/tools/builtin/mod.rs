@@ -254,7 +254,7 @@ mod tests {
                 ),
                 ("load_skill", Availability::WithSkills, vec![]),
                 ("search_tools", Availability::WithDeferred, vec![]),
-                ("call_tool", Availability::WithDeferred, vec![]),
+                ("call_tool", Availability::WithDeferredTools, vec![]),
             ]
         );
         let bash = CATALOG.find("bash").unwrap();
