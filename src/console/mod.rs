@@ -58,7 +58,7 @@ pub struct Options {
 /// Whether stderr gets colour: a terminal, and `NO_COLOR` unset or empty (as build
 /// diagnostics decide).
 pub fn stderr_color(err_tty: bool) -> bool {
-    err_tty && !std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+    err_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 impl Default for Options {
