@@ -510,7 +510,7 @@ fn doctor_checks_the_models_key_and_the_connections_programs() {
         ),
         "{text}"
     );
-    assert!(text.contains("connection `here`: `sh` is /"), "{text}");
+    assert!(text.contains("connection `here`: starts /"), "{text}");
     let keyed = doctor(Some("sk-ant-never-sent"));
     let text = String::from_utf8_lossy(&keyed.stdout);
     assert!(

@@ -403,6 +403,16 @@ fn a_connection_with_sandbox_false_is_not_confined_and_eve_connections_says_so()
 }
 
 /// Whether the tests run as root (CI does): the attacks below need it.
+/// Each capability set named in `sets` is empty in the `/proc/self/status` lines seen.
+fn assert_no_capability(seen: &str, sets: &[&str]) {
+    for set in sets {
+        assert!(
+            seen.contains(&format!("{set}:\t0000000000000000")),
+            "{set} is not empty: {seen}"
+        );
+    }
+}
+
 fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -430,12 +440,7 @@ fn as_root_a_sandboxed_process_holds_no_capability_and_makes_no_device_node() {
     );
     assert_eq!(agent.run(&[]).status.code(), Some(0));
     let seen = agent.first_result();
-    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
-        assert!(
-            seen.contains(&format!("{set}:\t0000000000000000")),
-            "{set} is not empty: {seen}"
-        );
-    }
+    assert_no_capability(&seen, &["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"]);
     for node in ["disk", "term", "null"] {
         assert!(!agent.workspace.join(node).exists(), "made {node}: {seen}");
     }
@@ -520,12 +525,7 @@ fn as_an_unprivileged_user_a_sandboxed_process_is_confined_the_same_way() {
     let seen = agent.first_result();
     assert!(seen.starts_with("exit code: 0"), "{seen}");
     assert!(seen.contains("65534"), "{seen}");
-    for set in ["CapPrm", "CapEff", "CapBnd", "CapAmb"] {
-        assert!(
-            seen.contains(&format!("{set}:\t0000000000000000")),
-            "{set} is not empty: {seen}"
-        );
-    }
+    assert_no_capability(&seen, &["CapPrm", "CapEff", "CapBnd", "CapAmb"]);
     assert!(seen.contains("NoNewPrivs:\t1"), "{seen}");
     assert!(seen.contains("Seccomp:\t2"), "{seen}");
     assert!(seen.contains("refused-outside"), "{seen}");

@@ -1,12 +1,11 @@
 //! `eve doctor`: what this machine supports, and what it will enforce for an agent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::cli::DoctorArgs;
 use crate::compiler;
 use crate::console::escape::for_terminal;
-use crate::manifest::connection::Transport;
 use crate::manifest::diff::describe_sandbox;
 use crate::runner;
 use crate::sandbox::Support;
@@ -40,11 +39,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     println!("  workspace: {}", workspace.display());
     let mut ready = models(&manifest, &agent_dir, args.model.as_deref());
-    let mut writable = vec![workspace.clone()];
+    let mut recipe = None;
     match crate::sandbox::for_session(&manifest, &agent_dir, &workspace, None, false, &support) {
         Ok((None, _)) => println!("  not enforced: the sandbox is off (mode = \"off\")"),
         Ok((Some(sandbox), _)) => {
-            writable.extend(sandbox.policy.writable.iter().cloned());
+            recipe = sandbox.recipe.clone();
             let enforced = &sandbox.enforced;
             let mut parts = Vec::new();
             if enforced.files {
@@ -83,7 +82,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => println!("  sandbox: {e}"),
     }
-    ready &= programs(&manifest, &workspace, &writable);
+    ready &= programs(&manifest, &agent_dir, &workspace, recipe.as_ref());
     Ok(if ready {
         ExitCode::SUCCESS
     } else {
@@ -127,55 +126,35 @@ fn models(manifest: &crate::manifest::Manifest, agent_dir: &Path, chosen: Option
 }
 
 /// Whether each stdio connection's program is installed where eve would start it from
-/// (never a folder the model may write). Prints one line a connection; nothing starts.
-fn programs(manifest: &crate::manifest::Manifest, workspace: &Path, writable: &[PathBuf]) -> bool {
+/// (the connection's own start-up plan, so never a folder the model may write). Prints one
+/// line a connection; nothing starts.
+fn programs(
+    manifest: &crate::manifest::Manifest,
+    agent_dir: &Path,
+    workspace: &Path,
+    recipe: Option<&crate::sandbox::Recipe>,
+) -> bool {
+    let read = |name: &str| crate::secrets::var(name);
     let mut ready = true;
-    let path = std::env::var_os("PATH");
     for connection in &manifest.connections {
         let name = for_terminal(&connection.name);
-        let Transport::Stdio { command, cwd, .. } = &connection.transport else {
-            println!("  connection `{name}`: over HTTP (reached when a turn starts)");
-            continue;
+        let place = crate::connections::client::Place {
+            agent_dir,
+            workspace,
+            read: &read,
+            sandbox: recipe,
         };
-        let Some(program) = command.first() else {
-            continue;
-        };
-        if program.contains("{{") || program.contains("${") {
-            println!(
-                "  connection `{name}`: `{}` is filled in when it starts",
-                for_terminal(program)
-            );
-            continue;
-        }
-        let dir = cwd
-            .as_deref()
-            .map_or_else(|| workspace.to_path_buf(), |c| workspace.join(c));
-        let found = crate::sandbox::program::resolve(program, &dir, path.as_deref(), writable)
-            .and_then(|found| {
-                if found.is_file() {
-                    Ok(found)
-                } else {
-                    Err("no such file".to_string())
-                }
-            });
-        match found {
-            Ok(found) => println!(
-                "  connection `{name}`: `{}` is {}",
-                for_terminal(program),
-                for_terminal(&found.display().to_string())
-            ),
-            Err(e) => {
+        match crate::connections::client::program(connection, place) {
+            None => println!("  connection `{name}`: over HTTP (reached when a turn starts)"),
+            Some(Ok(found)) => println!("  connection `{name}`: starts {}", for_terminal(&found)),
+            Some(Err(e)) => {
                 ready = false;
                 let required = if connection.required {
                     " (required: sessions will not start)"
                 } else {
                     ""
                 };
-                println!(
-                    "  connection `{name}`: cannot start `{}`: {}{required}",
-                    for_terminal(program),
-                    for_terminal(&e)
-                );
+                println!("  connection `{name}`: {}{required}", for_terminal(&e));
             }
         }
     }

@@ -396,6 +396,31 @@ fn with_log(message: &str, process: &Process) -> String {
     }
 }
 
+/// The program a stdio connection would start, found exactly as its start finds it
+/// (templates rendered, `${VAR}` read, the same lookup that never takes a program from
+/// a folder the model may write), for `eve doctor`; nothing starts. `None` for a
+/// connection over HTTP.
+pub fn program(connection: &Connection, place: Place<'_>) -> Option<Result<String, String>> {
+    let Transport::Stdio {
+        command, env, cwd, ..
+    } = &connection.transport
+    else {
+        return None;
+    };
+    let mut secrets = Redactor::default();
+    Some(
+        plan(
+            connection,
+            command,
+            env,
+            cwd.as_deref(),
+            place,
+            &mut secrets,
+        )
+        .map(|p| p.program),
+    )
+}
+
 /// The process to start for a stdio connection: templates rendered, `${VAR}` read.
 fn plan(
     connection: &Connection,
