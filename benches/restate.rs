@@ -14,7 +14,7 @@
 //! generator itself).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
-#[path = "../tests/common/restate.rs"]
+#[path = "../tests/it/common/restate.rs"]
 mod restate;
 
 use std::collections::HashMap;

@@ -1,0 +1,33 @@
+//! eve's end-to-end tests: the real binary, run on copies of fixture folders and on
+//! agents the tests write, against providers faked on 127.0.0.1 (`common::mock`) and
+//! real MCP and Restate servers started on loopback. One test binary, a module a
+//! feature: one link of the test build instead of two dozen, one Restate server for
+//! the whole run. `tests/file_memory.rs` stays a binary of its own: its counting
+//! allocator measures the whole process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod bash_rules;
+mod build;
+mod build_cache;
+mod cli;
+mod command_tools;
+mod connections;
+mod dev;
+mod evals;
+mod import;
+mod network;
+mod page;
+mod processes;
+mod real_world;
+mod restate;
+mod run;
+mod sandbox;
+mod schemas;
+mod security;
+mod serve;
+mod sessions;
+mod special_files;
+mod tools;
+mod workspace_guard;
