@@ -1,5 +1,6 @@
 //! eve: build and run AI agents declared as a directory of files.
 
+pub mod agent;
 pub mod catalog;
 pub mod cli;
 pub mod commands;

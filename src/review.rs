@@ -36,7 +36,7 @@ const MAX_RECORD_BYTES: u64 = 1024 * 1024;
 /// The change waiting for a person, if any. A damaged record (or something else in its
 /// place) counts as a change; a `.eve` that is a link is an error
 /// ([`crate::statedir`]).
-pub fn pending(agent_dir: &Path) -> std::io::Result<Option<Pending>> {
+fn pending(agent_dir: &Path) -> std::io::Result<Option<Pending>> {
     let Some(eve) = crate::statedir::open(agent_dir, &[])? else {
         return Ok(None);
     };
@@ -52,7 +52,7 @@ pub fn pending(agent_dir: &Path) -> std::io::Result<Option<Pending>> {
 }
 
 /// The person has seen the change: forget it.
-pub fn accept(agent_dir: &Path) -> std::io::Result<()> {
+fn accept(agent_dir: &Path) -> std::io::Result<()> {
     if let Some(eve) = crate::statedir::open(agent_dir, &[])? {
         eve.remove(RECORD)?;
     }
@@ -68,7 +68,7 @@ fn record(agent_dir: &Path, record: &Pending) -> std::io::Result<()> {
 /// Whether `event` says something of the model's ran: a call requested, or a parked
 /// one settled. A run with no such event and no servers ([`runs_servers`]) cannot have
 /// changed the agent's definition.
-pub fn acted(event: &crate::protocol::Event) -> bool {
+fn acted(event: &crate::protocol::Event) -> bool {
     use crate::protocol::EventKind;
     matches!(
         event.kind,
@@ -79,8 +79,8 @@ pub fn acted(event: &crate::protocol::Event) -> bool {
 /// Whether processes ran beside a session of `ran` on their own — the connections'
 /// servers, top level or in a subagent — so that a run that called no tool could still
 /// have changed the agent's definition. A run that called no tool and started no
-/// server cannot have, and need not pay for the build [`Running::check`] makes.
-pub fn runs_servers(ran: &Manifest) -> bool {
+/// server cannot have, and need not pay for the build [`Guard::check`] makes.
+fn runs_servers(ran: &Manifest) -> bool {
     !ran.connections.is_empty() || ran.subagents.iter().any(|s| runs_servers(&s.manifest))
 }
 
@@ -139,17 +139,27 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     crate::text::shorten(&text.split_whitespace().collect::<Vec<_>>().join(" "), 200)
 }
 
-/// A run in progress, as `.eve/running/<pid>.json` says: which definition it runs. The
-/// check after a run ([`Running::check`]) happens only when eve ends normally; an eve that
-/// is killed first (a process it started signalled it, the out-of-memory killer) leaves
-/// this marker behind, and the next start compares ([`recover`]).
+/// The review of one run (or served agent, or `eve dev` session), from before anything
+/// of the definition runs to the check after it: the only way to the review's steps.
+///
+/// Made by [`crate::agent::Agent::guard`], it leaves a marker, `.eve/running/<pid>.json`,
+/// naming the definition this process runs; [`Guard::observe`] sees the run's events,
+/// [`Guard::after_turn`] checks the directory when something could have changed it, and
+/// [`Guard::finish`] checks and ends. The marker goes only when a run ends after a check
+/// that succeeded: a guard dropped unfinished leaves it, as an eve that is killed first
+/// does (a process it started signalled it, the out-of-memory killer), and the next
+/// start compares ([`recover`]).
 #[derive(Debug)]
-pub struct Running {
+pub struct Guard {
     dir: crate::statedir::StateDir,
+    agent_dir: std::path::PathBuf,
     name: String,
     /// A check could not be made or recorded: the marker stays when the run ends, so
     /// the next start counts a change ([`recover`]).
     unchecked: std::sync::atomic::AtomicBool,
+    /// Whether the model had anything run since the last check: a call requested, or a
+    /// parked one settled.
+    acted: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -187,17 +197,19 @@ fn alive(marker: &Marker) -> bool {
     }
 }
 
-impl Running {
+impl Guard {
     /// Records that this process runs `ran`, built from `agent_dir`.
-    pub fn start(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Running> {
+    pub(crate) fn start(agent_dir: &Path, ran: &Manifest) -> std::io::Result<Guard> {
         let dir = crate::statedir::create(agent_dir, &[RUNNING])?;
-        let running = Running {
+        let guard = Guard {
             dir,
+            agent_dir: agent_dir.to_path_buf(),
             name: format!("{}.json", std::process::id()),
             unchecked: std::sync::atomic::AtomicBool::new(false),
+            acted: std::sync::atomic::AtomicBool::new(false),
         };
-        running.now_runs(ran)?;
-        Ok(running)
+        guard.now_runs(ran)?;
+        Ok(guard)
     }
 
     /// This process runs `ran` from now on (`eve dev` applied another build): a kill
@@ -214,12 +226,31 @@ impl Running {
         self.dir.write(&self.name, text.as_bytes())
     }
 
-    /// The check after a run or a turn of `ran`, built from `agent_dir`: records and
-    /// returns what changed. Every caller's check is this one, and it fails closed: a
-    /// build that stops is a change, recorded; a change that cannot be recorded keeps
-    /// the marker when the run ends, so the next start records it.
-    pub fn check(&self, agent_dir: &Path, ran: &Manifest) -> std::io::Result<Option<Pending>> {
-        let checked = after_run(agent_dir, ran);
+    /// Sees one event of the run: whether the model had something run.
+    pub fn observe(&self, event: &crate::protocol::Event) {
+        if acted(event) {
+            self.acted.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// After a turn of `ran`: the check, when the turn could have changed the
+    /// definition — it had something run, or servers ran beside it. A turn that ran
+    /// nothing is not checked: an edit the person saves the moment it ends is theirs.
+    pub fn after_turn(&self, ran: &Manifest) -> std::io::Result<Option<Pending>> {
+        let acted = self.acted.swap(false, std::sync::atomic::Ordering::Relaxed);
+        if acted || runs_servers(ran) {
+            self.check(ran)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The check after a run or a turn of `ran`: records and returns what changed.
+    /// Every check is this one, and it fails closed: a build that stops is a change,
+    /// recorded; a change that cannot be recorded keeps the marker when the run ends,
+    /// so the next start records it.
+    pub fn check(&self, ran: &Manifest) -> std::io::Result<Option<Pending>> {
+        let checked = after_run(&self.agent_dir, ran);
         if checked.is_err() {
             self.keep();
         }
@@ -232,18 +263,66 @@ impl Running {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// The run ended. Its marker goes, unless a check failed ([`Running::check`]): then
+    /// The run of `ran` ended: [`Guard::after_turn`], then [`Guard::end`]. A check that
+    /// fails leaves the marker.
+    pub fn finish(self, ran: &Manifest) -> std::io::Result<Option<Pending>> {
+        let change = self.after_turn(ran)?;
+        self.end();
+        Ok(change)
+    }
+
+    /// The run ended. Its marker goes, unless a check failed ([`Guard::check`]): then
     /// it stays for the next start, as a kill leaves it.
     pub fn end(self) {
         if !self.unchecked.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = self.dir.remove(&self.name);
         }
     }
+
+    /// Before a turn of `current` (`eve dev`): the change that waits for the person,
+    /// counting the runs that died before their check.
+    pub fn waiting(&self, current: &Manifest) -> std::io::Result<Option<Pending>> {
+        waiting(&self.agent_dir, &current.inputs_hash)
+    }
+
+    /// The person accepts the change that waits (`/accept` in `eve dev`), if one does.
+    pub fn accept(&self) -> std::io::Result<Option<Pending>> {
+        let change = pending(&self.agent_dir)?;
+        if change.is_some() {
+            accept(&self.agent_dir)?;
+        }
+        Ok(change)
+    }
+}
+
+/// What a build may do with a change that waits for the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Refuse to run it (`eve run`, `eve serve`, `eve dev`, `eve eval`).
+    Refuse,
+    /// The person sees it now and it is accepted (`eve build`, `eve run
+    /// --accept-agent-changes`).
+    Accept,
+}
+
+/// Before anything of the definition whose inputs hash is `current` runs: the change
+/// waiting for the person (counting runs that died before their check), and, under
+/// [`Policy::Accept`], accepted. `Ok(None)`: nothing waits.
+pub(crate) fn admit(
+    agent_dir: &Path,
+    current: &str,
+    policy: Policy,
+) -> std::io::Result<Option<Pending>> {
+    let change = waiting(agent_dir, current)?;
+    if change.is_some() && policy == Policy::Accept {
+        accept(agent_dir)?;
+    }
+    Ok(change)
 }
 
 /// The change waiting for a person before a run of the definition whose inputs hash is
 /// `current`, counting runs that died before their check ([`recover`]).
-pub fn waiting(agent_dir: &Path, current: &str) -> std::io::Result<Option<Pending>> {
+fn waiting(agent_dir: &Path, current: &str) -> std::io::Result<Option<Pending>> {
     recover(agent_dir, current)?;
     pending(agent_dir)
 }
@@ -307,7 +386,7 @@ impl<F: FnOnce() -> Option<String>> Lazy<F> {
 /// Before a run of the definition whose inputs hash is `current`: a run that died
 /// without its check and ran another definition leaves a change for the person, as
 /// [`after_run`] would have. Markers of runs still going are left alone.
-pub fn recover(agent_dir: &Path, current: &str) -> std::io::Result<()> {
+fn recover(agent_dir: &Path, current: &str) -> std::io::Result<()> {
     let current = current.to_string();
     recover_with(agent_dir, &mut Lazy::new(move || Some(current)))
 }
@@ -361,7 +440,7 @@ mod tests {
             .manifest
             .unwrap();
         // This process is alive: its marker stays, whatever the hash.
-        let live = Running::start(dir, &ran).unwrap();
+        let live = Guard::start(dir, &ran).unwrap();
         recover(dir, "sha256:new").unwrap();
         assert_eq!(pending(dir).unwrap(), None);
         assert_eq!(
@@ -426,10 +505,10 @@ mod tests {
         accept(dir).unwrap();
         // The change cannot be recorded (something else stands at the record's name):
         // the check is an error, and the run's marker outlives it.
-        let running = Running::start(dir, &ran).unwrap();
+        let running = Guard::start(dir, &ran).unwrap();
         std::fs::write(dir.join("instructions.md"), "Changed.").unwrap();
         std::fs::create_dir_all(dir.join(".eve/agent-changes.json/x")).unwrap();
-        assert!(running.check(dir, &ran).is_err());
+        assert!(running.check(&ran).is_err());
         running.end();
         assert_eq!(
             std::fs::read_dir(dir.join(".eve/running")).unwrap().count(),

@@ -3,22 +3,32 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use super::out;
+use crate::agent::{self, Changes, Refusal};
 use crate::cli::{BuildArgs, Format};
 use crate::compiler::{self, render};
 
 pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let base = args.dir.to_string_lossy().into_owned();
-    if !args.dir.is_dir() {
-        eprintln!("error: `{base}` is not a folder");
-        return Ok(ExitCode::from(super::EXIT_USAGE));
-    }
     // A change the agent made waits for the person: this build shows it, and starts
     // none of its servers (they are listed by the next build, once it has been seen).
-    let (build, held) =
-        crate::connections::reviewed(&args.dir, args.refresh, args.strict, &[], None);
-    let diagnostics: Vec<_> = build.diagnostics.iter().cloned().collect();
-    let budget = build.manifest.as_ref().map(compiler::budget::Budget::of);
+    let opening = agent::open(
+        &args.dir,
+        agent::Options {
+            changes: Changes::Accept,
+            refresh: args.refresh,
+            strict: args.strict,
+            ..agent::Options::default()
+        },
+    )?;
+    let agent = match &opening.agent {
+        Err(Refusal::NotAFolder) => return out::usage(format!("`{base}` is not a folder")),
+        Err(_) => None,
+        Ok(agent) => Some(agent),
+    };
+    let diagnostics: Vec<_> = opening.diagnostics.iter().cloned().collect();
+    let budget = agent.map(|a| compiler::budget::Budget::of(&a.manifest));
     match args.format {
         Format::Json => println!("{}", render::json(&diagnostics, budget.as_ref(), &base)),
         Format::Human => eprint!(
@@ -26,72 +36,70 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
             render::human_report(&diagnostics, &base, false, args.verbose)
         ),
     }
-    let cached = build.cached;
-    let Some(manifest) = build.manifest else {
+    let Some(agent) = agent else {
         if args.format == Format::Human {
             eprintln!(
                 "error: could not build `{}`: {}",
                 compiler::agent_name(&args.dir),
                 counts(
-                    build.diagnostics.error_count(),
-                    build.diagnostics.warning_count()
+                    opening.diagnostics.error_count(),
+                    opening.diagnostics.warning_count()
                 )
             );
         }
         return Ok(ExitCode::FAILURE);
     };
-    if let Some(change) = crate::review::waiting(&args.dir, &manifest.inputs_hash)? {
-        if args.format == Format::Human {
-            let servers = if held.is_some() && !manifest.connections.is_empty() {
+    if args.format == Format::Human {
+        if let Some(accepted) = &opening.accepted {
+            let servers = if accepted.servers_held {
                 "; it started none of the changed definition's servers: the next build lists their tools"
             } else {
                 ""
             };
             eprintln!(
                 "note: the agent's definition changed while it ran: {}; this build accepts it{servers}",
-                change.summary
+                accepted.change.summary
             );
         }
-        crate::review::accept(&args.dir)?;
-    }
-    if !cached {
-        compiler::write_manifest(&args.dir, &manifest)?;
-    }
-    if args.format == Format::Human {
-        let elapsed = started.elapsed();
-        let deferred = manifest.tools.iter().filter(|t| t.defer).count();
-        let tools = if deferred > 0 {
-            format!(
-                "{} ({deferred} deferred)",
-                plural(manifest.tools.len(), "tool")
-            )
-        } else {
-            plural(manifest.tools.len(), "tool")
-        };
-        let connections = if manifest.connections.is_empty() {
-            String::new()
-        } else {
-            format!(", {}", plural(manifest.connections.len(), "connection"))
-        };
-        let evals = if build.eval_count == 0 {
-            String::new()
-        } else {
-            format!(", {}", plural(build.eval_count, "eval case"))
-        };
-        eprintln!(
-            "built `{}`: {tools}, {}, {}{connections}{evals}, sandbox {} in {:.1} ms → {}",
-            manifest.agent.name,
-            plural(manifest.skills.len(), "skill"),
-            plural(manifest.subagents.len(), "subagent"),
-            crate::manifest::diff::describe_sandbox(&manifest.agent.sandbox),
-            elapsed.as_secs_f64() * 1000.0,
-            render::join_path(&base, ".eve/manifest.json"),
-        );
+        eprintln!("{}", summary(agent, &base, started.elapsed()));
         for line in budget.iter().flat_map(|b| b.lines()) {
             eprintln!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `built `name`: 3 tools, 1 skill, 0 subagents, sandbox … in 2.1 ms → .eve/manifest.json`.
+fn summary(agent: &agent::Agent, base: &str, elapsed: std::time::Duration) -> String {
+    let manifest = &agent.manifest;
+    let deferred = manifest.tools.iter().filter(|t| t.defer).count();
+    let tools = if deferred > 0 {
+        format!(
+            "{} ({deferred} deferred)",
+            plural(manifest.tools.len(), "tool")
+        )
+    } else {
+        plural(manifest.tools.len(), "tool")
+    };
+    let connections = if manifest.connections.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", plural(manifest.connections.len(), "connection"))
+    };
+    let evals = if agent.eval_count == 0 {
+        String::new()
+    } else {
+        format!(", {}", plural(agent.eval_count, "eval case"))
+    };
+    format!(
+        "built `{}`: {tools}, {}, {}{connections}{evals}, sandbox {} in {:.1} ms → {}",
+        manifest.agent.name,
+        plural(manifest.skills.len(), "skill"),
+        plural(manifest.subagents.len(), "subagent"),
+        crate::manifest::diff::describe_sandbox(&manifest.agent.sandbox),
+        elapsed.as_secs_f64() * 1000.0,
+        render::join_path(base, ".eve/manifest.json"),
+    )
 }
 
 fn plural(n: usize, word: &str) -> String {

@@ -1,5 +1,6 @@
 //! `eve dev`: hand the options to the interactive loop.
 
+use super::out;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use crate::dev::{self, DevOptions};
 pub fn run(args: &DevArgs) -> anyhow::Result<ExitCode> {
     if !args.dir.is_dir() {
         eprintln!("error: `{}` is not a folder", args.dir.display());
-        return Ok(ExitCode::from(super::EXIT_USAGE));
+        return Ok(ExitCode::from(out::USAGE));
     }
     let code = dev::run(DevOptions {
         dir: args.dir.clone(),

@@ -39,8 +39,24 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     println!("  workspace: {}", workspace.display());
     let mut ready = models(&manifest, &agent_dir, args.model.as_deref());
+    let recipe = sandbox(&manifest, &agent_dir, &workspace, &support);
+    ready &= programs(&manifest, &agent_dir, &workspace, recipe.as_ref());
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// What the sandbox of a session here enforces, one line each; its recipe, if any.
+fn sandbox(
+    manifest: &crate::manifest::Manifest,
+    agent_dir: &Path,
+    workspace: &Path,
+    support: &Support,
+) -> Option<crate::sandbox::Recipe> {
     let mut recipe = None;
-    match crate::sandbox::for_session(&manifest, &agent_dir, &workspace, None, false, &support) {
+    match crate::sandbox::for_session(manifest, agent_dir, workspace, None, false, support) {
         Ok((None, _)) => println!("  not enforced: the sandbox is off (mode = \"off\")"),
         Ok((Some(sandbox), _)) => {
             recipe = sandbox.recipe.clone();
@@ -82,12 +98,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => println!("  sandbox: {e}"),
     }
-    ready &= programs(&manifest, &agent_dir, &workspace, recipe.as_ref());
-    Ok(if ready {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    recipe
 }
 
 /// Whether the model (and the compaction model) can be used here: its provider known,

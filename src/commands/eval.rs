@@ -5,6 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::out;
+use crate::agent;
 use crate::cli::{EvalArgs, EvalFormat};
 use crate::compiler::{self, render};
 use crate::console::escape::for_terminal;
@@ -22,43 +24,130 @@ pub fn split_positionals(mut args: EvalArgs) -> EvalArgs {
 
 pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let base = args.dir.to_string_lossy().into_owned();
-    let usage = |message: &str| {
-        eprintln!("error: {message}");
-        Ok(ExitCode::from(super::EXIT_USAGE))
+    let (agent, cases) = match open(args, &base)? {
+        Ok(opened) => opened,
+        Err(message) => return out::usage(message),
     };
-    if !args.dir.is_dir() {
-        return usage(&format!("`{base}` is not a folder"));
+    let manifest = &agent.manifest;
+    let mut out = std::io::stdout().lock();
+    if args.list {
+        list(&mut out, &cases, args.format)?;
+        return Ok(ExitCode::SUCCESS);
     }
-    let build = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
-    eprint!(
-        "{}",
-        render::human_report(build.diagnostics.iter(), &base, false, false)
-    );
-    let Some(manifest) = build.manifest else {
-        eprintln!(
-            "error: could not build `{}` and its evals: fix the errors above, then run again",
-            compiler::agent_name(&args.dir)
-        );
-        return Ok(ExitCode::from(super::EXIT_USAGE));
+    let human = args.format == EvalFormat::Human;
+    if human {
+        writeln!(out, "{}", heading(args, &cases, &manifest.agent.name))?;
+    }
+    let files: Vec<(String, String)> = cases
+        .iter()
+        .map(|c| (c.id.clone(), c.file.clone()))
+        .collect();
+    let width = cases
+        .iter()
+        .map(|c| c.id.chars().count())
+        .max()
+        .unwrap_or(0);
+    let outcome = run_cases(args, &agent, cases, &base, |case| {
+        if human {
+            let _ = writeln!(out, "{}", report::progress_line(case, width));
+            for line in report::kept_lines(case) {
+                let _ = writeln!(out, "{line}");
+            }
+            let _ = out.flush();
+        }
+    })?;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(message) => return out::failure(message),
     };
-    // Cases run the agent's tools and servers: not those of a change nobody has seen.
-    if let Some(change) = crate::review::waiting(&args.dir, &manifest.inputs_hash)? {
-        return usage(&crate::review::describe(&change, &base));
+    print_outcome(&mut out, args, &base, &outcome)?;
+    if let Some(path) = &args.junit {
+        if let Err(e) = write_junit(path, &outcome) {
+            return out::failure(format!("cannot write `{}`: {e}", path.display()));
+        }
+        if human {
+            writeln!(out, "junit: {}", path.display())?;
+        }
     }
-    compiler::write_manifest(&args.dir, &manifest)?;
-    let cases = match evals::select(build.evals, &args.filters, &args.tag) {
+    if args.record {
+        record_cases(args, &base, &files, &outcome);
+    }
+    Ok(if outcome.summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The agent and the cases selected, or the usage error that stops the run: its build
+/// failed, a change waits for the person, no case matches, a model flag is wrong.
+fn open(
+    args: &EvalArgs,
+    base: &str,
+) -> anyhow::Result<Result<(agent::Agent, Vec<crate::manifest::eval::Case>), String>> {
+    let opening = agent::open(
+        &args.dir,
+        agent::Options {
+            evals: true,
+            ..agent::Options::default()
+        },
+    )?;
+    out::opening(&opening, base, false, false, |_| String::new());
+    let mut agent = match opening.agent {
+        Ok(agent) => agent,
+        // Cases run the agent's tools and servers: not those of a change nobody has seen.
+        Err(refusal) => {
+            return Ok(Err(out::refusal(
+                &refusal,
+                &args.dir,
+                base,
+                (" and its evals", "run again"),
+                |change| crate::review::describe(change, base),
+            )));
+        }
+    };
+    let cases = match evals::select(std::mem::take(&mut agent.evals), &args.filters, &args.tag) {
+        Ok(cases) if cases.is_empty() => {
+            return Ok(Err(format!(
+                "`{}` has no eval cases: add one as `{}`",
+                agent.manifest.agent.name,
+                render::join_path(base, "evals/<name>.toml")
+            )));
+        }
         Ok(cases) => cases,
-        Err(message) => return usage(&message),
+        Err(message) => return Ok(Err(message)),
     };
-    if cases.is_empty() {
-        return usage(&format!(
-            "`{}` has no eval cases: add one as `{}`",
-            manifest.agent.name,
-            render::join_path(&base, "evals/<name>.toml")
-        ));
+    Ok(check_models(args, &agent.manifest).map(|()| (agent, cases)))
+}
+
+/// The cases, run under the agent's review guard: a change they made to its definition
+/// waits for the person, as after `eve run`.
+fn run_cases(
+    args: &EvalArgs,
+    agent: &agent::Agent,
+    cases: Vec<crate::manifest::eval::Case>,
+    base: &str,
+    on_case: impl FnMut(&evals::results::CaseResult),
+) -> anyhow::Result<Result<evals::Outcome, String>> {
+    let guard = agent.guard()?;
+    let outcome = evals::run(&agent.dir, &agent.manifest, cases, &options(args), on_case);
+    match guard.check(&agent.manifest) {
+        Ok(Some(change)) => eprintln!(
+            "note: the agent's definition changed during these evals ({}); it takes effect once you have seen it: `eve build {}`",
+            change.summary,
+            crate::text::shell_word(base)
+        ),
+        Ok(None) => {}
+        Err(e) => eprintln!("error: cannot record the agent's changes: {e}"),
     }
-    // A model flag that cannot be used is a usage error, found before any case runs.
-    let cwd = std::env::current_dir()?;
+    guard.end();
+    Ok(outcome)
+}
+
+/// A model flag that cannot be used is a usage error, found before any case runs.
+fn check_models(args: &EvalArgs, manifest: &crate::manifest::Manifest) -> Result<(), String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
     for (flag, model) in [
         ("--model", &args.model),
         ("--judge-model", &args.judge_model),
@@ -71,15 +160,14 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
                 &crate::secrets::var,
             )
         {
-            return usage(&format!("{flag} {model}: {e}"));
+            return Err(format!("{flag} {model}: {e}"));
         }
     }
-    let mut out = std::io::stdout().lock();
-    if args.list {
-        list(&mut out, &cases, args.format)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let options = evals::Options {
+    Ok(())
+}
+
+fn options(args: &EvalArgs) -> evals::Options {
+    evals::Options {
         jobs: args.jobs.map_or(0, |j| j as usize),
         model: args.model.clone(),
         judge_model: args.judge_model.clone(),
@@ -87,57 +175,39 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         strict: args.strict,
         keep: args.keep,
         record: args.record,
-    };
-    let human = args.format == EvalFormat::Human;
-    let width = cases
-        .iter()
-        .map(|c| c.id.chars().count())
-        .max()
-        .unwrap_or(0);
-    if human {
-        let runs: u32 = cases
-            .iter()
-            .map(|c| {
-                if args.record {
-                    1
-                } else {
-                    args.repeat.unwrap_or(c.repeat)
-                }
-            })
-            .sum();
-        writeln!(
-            out,
-            "running {} of `{}`{}",
-            plural(cases.len(), "eval case"),
-            manifest.agent.name,
-            if runs as usize > cases.len() {
-                format!(" ({runs} runs)")
-            } else {
-                String::new()
-            }
-        )?;
     }
-    let files: Vec<(String, String)> = cases
+}
+
+/// `running 3 eval cases of `agent` (6 runs)`.
+fn heading(args: &EvalArgs, cases: &[crate::manifest::eval::Case], agent: &str) -> String {
+    let runs: u32 = cases
         .iter()
-        .map(|c| (c.id.clone(), c.file.clone()))
-        .collect();
-    let outcome = evals::run(&args.dir, &manifest, cases, &options, |case| {
-        if human {
-            let _ = writeln!(out, "{}", report::progress_line(case, width));
-            for line in report::kept_lines(case) {
-                let _ = writeln!(out, "{line}");
+        .map(|c| {
+            if args.record {
+                1
+            } else {
+                args.repeat.unwrap_or(c.repeat)
             }
-            let _ = out.flush();
+        })
+        .sum();
+    format!(
+        "running {} of `{agent}`{}",
+        plural(cases.len(), "eval case"),
+        if runs as usize > cases.len() {
+            format!(" ({runs} runs)")
+        } else {
+            String::new()
         }
-    });
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let artifacts = evals::artifacts_path(&base, &outcome.summary);
+    )
+}
+
+/// The problems and the summary (human), or the whole outcome (JSON).
+fn print_outcome(
+    out: &mut impl Write,
+    args: &EvalArgs,
+    base: &str,
+    outcome: &evals::Outcome,
+) -> anyhow::Result<()> {
     match args.format {
         EvalFormat::Human => {
             let failures = report::failures(&outcome.results);
@@ -145,6 +215,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
                 write!(out, "\nproblems:\n{}", for_terminal(&failures))?;
             }
             writeln!(out, "\n{}", report::summary_line(&outcome.summary))?;
+            let artifacts = evals::artifacts_path(base, &outcome.summary);
             writeln!(out, "artifacts: {}", artifacts.display())?;
         }
         EvalFormat::Json => {
@@ -155,42 +226,35 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         }
     }
-    if let Some(path) = &args.junit {
-        let xml = junit::document(&outcome.summary, &outcome.results);
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        let written = parent
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(path, xml));
-        if let Err(e) = written {
-            eprintln!("error: cannot write `{}`: {e}", path.display());
-            return Ok(ExitCode::FAILURE);
-        }
-        if human {
-            writeln!(out, "junit: {}", path.display())?;
+    Ok(())
+}
+
+fn write_junit(path: &Path, outcome: &evals::Outcome) -> std::io::Result<()> {
+    let xml = junit::document(&outcome.summary, &outcome.results);
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    parent
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(path, xml))
+}
+
+/// `--record`: each case's file gets the replies its run recorded; the cases are
+/// checked again.
+fn record_cases(args: &EvalArgs, base: &str, files: &[(String, String)], outcome: &evals::Outcome) {
+    for (id, events) in &outcome.events {
+        let Some((_, file)) = files.iter().find(|(i, _)| i == id) else {
+            continue;
+        };
+        let shown = render::join_path(base, file);
+        match record::write(&args.dir.join(file), events, args.record_stubs) {
+            Ok(what) => eprintln!("recorded {shown}: {what}"),
+            Err(message) => eprintln!("error: {message}"),
         }
     }
-    if args.record {
-        for (id, events) in &outcome.events {
-            let Some((_, file)) = files.iter().find(|(i, _)| i == id) else {
-                continue;
-            };
-            let shown = render::join_path(&base, file);
-            match record::write(&args.dir.join(file), events, args.record_stubs) {
-                Ok(what) => eprintln!("recorded {shown}: {what}"),
-                Err(message) => eprintln!("error: {message}"),
-            }
-        }
-        let rebuilt = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
-        eprint!(
-            "{}",
-            render::human_report(rebuilt.diagnostics.iter(), &base, false, false)
-        );
-    }
-    Ok(if outcome.summary.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    let rebuilt = compiler::compile(&args.dir, &crate::tools::builtin::CATALOG);
+    eprint!(
+        "{}",
+        render::human_report(rebuilt.diagnostics.iter(), base, false, false)
+    );
 }
 
 fn list(

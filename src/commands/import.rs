@@ -1,6 +1,7 @@
 //! `eve import claude`: plan the import, write it, print the report, check the result
 //! builds.
 
+use super::out;
 use std::process::ExitCode;
 
 use crate::cli::{ImportArgs, ImportFrom};
@@ -10,7 +11,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let ImportFrom::Claude(args) = &args.from;
     if !args.path.exists() {
         eprintln!("error: `{}` does not exist", args.path.display());
-        return Ok(ExitCode::from(super::EXIT_USAGE));
+        return Ok(ExitCode::from(out::USAGE));
     }
     let plan = match crate::import::plan(&args.path) {
         Ok(plan) => plan,

@@ -1,5 +1,6 @@
 //! `eve init`: write a working agent directory from the embedded templates.
 
+use super::out;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -38,17 +39,17 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
     let shown = dir.to_string_lossy().into_owned();
     if let Err(problem) = check_model(&args.model) {
         eprintln!("error: {problem}");
-        return Ok(ExitCode::from(super::EXIT_USAGE));
+        return Ok(ExitCode::from(out::USAGE));
     }
     if dir.exists() && !dir.is_dir() {
         eprintln!("error: `{shown}` exists and is not a folder");
-        return Ok(ExitCode::from(super::EXIT_USAGE));
+        return Ok(ExitCode::from(out::USAGE));
     }
     if !args.force && !is_empty(dir)? {
         eprintln!(
             "error: `{shown}` is not empty\n  = help: pass `--force` to write the agent's files into it anyway"
         );
-        return Ok(ExitCode::from(super::EXIT_USAGE));
+        return Ok(ExitCode::from(out::USAGE));
     }
     let schema_files: Vec<String> = Schema::all(&CATALOG)
         .iter()
@@ -63,11 +64,28 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
             "error: `{}` is a symbolic link\n  = note: `eve init` does not write through links: one could lead it to overwrite a file outside `{shown}`\n  = help: remove the link, or pass another folder",
             render::join_path(&shown, &link)
         );
-        return Ok(ExitCode::from(super::EXIT_USAGE));
+        return Ok(ExitCode::from(out::USAGE));
     }
     let name = crate::compiler::agent_name(dir);
+    write_files(dir, &name, args.model.trim())?;
+
+    // Like mdBook's init, check our own output by building it.
+    let build = compiler::compile(dir, &CATALOG);
+    if !build.diagnostics.is_empty() {
+        eprint!(
+            "{}",
+            render::human_report(build.diagnostics.iter(), &shown, false, false)
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    print_created(&name, &shown);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The templates rendered into `dir`, and the JSON Schemas beside them.
+fn write_files(dir: &std::path::Path, name: &str, model: &str) -> anyhow::Result<()> {
     let env = minijinja::Environment::new();
-    let context = minijinja::context! { name => &name, model => args.model.trim() };
+    let context = minijinja::context! { name => name, model => model };
     // Editors that read `#:schema` (taplo, Even Better TOML) find the schemas offline.
     let schemas = dir.join(schema::AGENT_SCHEMAS_DIR);
     schema::write_all(&schemas, &CATALOG)
@@ -91,32 +109,27 @@ pub fn run(args: &InitArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write `{}`", target.display()))?;
     }
 
-    // Like mdBook's init, check our own output by building it.
-    let build = compiler::compile(dir, &CATALOG);
-    if !build.diagnostics.is_empty() {
-        eprint!(
-            "{}",
-            render::human_report(build.diagnostics.iter(), &shown, false, false)
-        );
-        return Ok(ExitCode::FAILURE);
-    }
+    Ok(())
+}
+
+/// What was made, and the commands to try next.
+fn print_created(name: &str, shown: &str) {
     eprintln!("created agent `{name}` in {shown}");
     for (path, _) in TEMPLATES {
-        eprintln!("  {}", render::join_path(&shown, path));
+        eprintln!("  {}", render::join_path(shown, path));
     }
     eprintln!(
         "  {}/   JSON Schemas for editors (docs/editors.md)",
-        render::join_path(&shown, schema::AGENT_SCHEMAS_DIR)
+        render::join_path(shown, schema::AGENT_SCHEMAS_DIR)
     );
     let arg = if shown == "." {
         String::new()
     } else {
-        format!(" {}", crate::text::shell_word(&shown))
+        format!(" {}", crate::text::shell_word(shown))
     };
     eprintln!(
         "\nnext:\n  eve run{arg} \"…\"   # one task (set the model's API key first)\n  eve dev{arg}       # talk to it while you edit its files\n  eve eval{arg}      # run its eval cases (offline: the model is scripted)"
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 fn check_model(model: &str) -> Result<(), String> {

@@ -7,6 +7,7 @@ mod doctor;
 mod eval;
 mod import;
 mod init;
+mod out;
 mod run;
 mod schema;
 mod serve;
@@ -15,9 +16,6 @@ mod sessions;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
-
-/// Exit code for a usage error (bad arguments), as clap uses.
-pub const EXIT_USAGE: u8 = 2;
 
 /// Runs a parsed command line and returns the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -35,13 +33,13 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             // Into memory first: the generator panics on a closed pipe (`| head`).
             let mut script = Vec::new();
             clap_complete::generate(args.shell, &mut Cli::command(), "eve", &mut script);
-            print_all(&script)
+            out::print_all(&script)
         }
         Command::Man => {
             use clap::CommandFactory;
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;
-            print_all(&page)
+            out::print_all(&page)
         }
         Command::Schema(args) => schema::run(&args),
         Command::Dev(args) => {
@@ -60,13 +58,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             serve::run(&args)
         }
     }
-}
-
-/// Writes `bytes` to stdout; a closed pipe just ends the output.
-fn print_all(bytes: &[u8]) -> anyhow::Result<ExitCode> {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(bytes);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Before a command that runs tools: the provider keys of the agent in `dir` leave eve's

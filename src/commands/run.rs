@@ -2,13 +2,15 @@
 //! exit with the turn's code.
 
 use std::io::{IsTerminal, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::out;
+use crate::agent::{self, Agent, Changes, Refusal};
 use crate::cli::{Output, RunArgs};
-use crate::compiler::{self, render};
-use crate::console::{self, OutputMode, Renderer, TerminalAsker};
+use crate::compiler;
+use crate::console::{self, OutputMode, TerminalAsker};
 use crate::protocol::Resolution;
 use crate::runner::{self, Action, RunError, RunOptions, SessionChoice};
 
@@ -20,34 +22,98 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
         Output::Json => OutputMode::Json,
         Output::StreamJson => OutputMode::StreamJson,
     };
-    let (stdin_tty, stdout_tty, stderr_tty) = (
-        std::io::stdin().is_terminal(),
-        std::io::stdout().is_terminal(),
-        std::io::stderr().is_terminal(),
-    );
     let (dir, prompt) = split_positionals(args);
     let base = dir.to_string_lossy().into_owned();
-    let options = console::Options {
-        quiet: args.quiet,
-        spinner: stderr_tty,
-        command: format!("eve run {}", crate::text::shell_word(&base)),
-        notes: true,
-        out_tty: stdout_tty,
-        err_tty: stderr_tty,
-        color: console::stderr_color(stderr_tty),
+    let mut console = console::renderer(
+        mode,
+        &console_options(args, &base),
+        std::io::stdout().lock(),
+        std::io::stderr(),
+    );
+    let started = start(args, built, mode, &dir, &base, prompt);
+    let (agent, action, prepared) = match started {
+        Ok(started) => started,
+        Err(error) => {
+            console.fail_early(&error.to_string());
+            return Ok(ExitCode::from(error.exit_code()));
+        }
     };
-    let mut console =
-        console::renderer(mode, &options, std::io::stdout().lock(), std::io::stderr());
-    let fail = |console: &mut Box<dyn Renderer + '_>, error: RunError| {
-        console.fail_early(&error.to_string());
-        Ok(ExitCode::from(error.exit_code()))
-    };
-    if !dir.is_dir() {
-        return fail(
-            &mut console,
-            RunError::Usage(format!("`{base}` is not a folder")),
+    if !args.quiet {
+        for note in &prepared.repaired {
+            eprintln!("note: {note}");
+        }
+    }
+    for warning in &prepared.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // Until the check after the run: a killed eve leaves its marker for the next start.
+    let guard = agent.guard()?;
+    let outcome = runtime.block_on(runner::run(
+        prepared.harness,
+        prepared.events,
+        action,
+        |event| {
+            guard.observe(event);
+            console.event(event)
+        },
+    ));
+    console.finish(&outcome);
+    if let Some(change) = guard.finish(&agent.manifest)? {
+        eprintln!(
+            "note: the agent's definition changed during this run ({}); it takes effect once you have seen it: `eve build {}`",
+            change.summary,
+            crate::text::shell_word(&base)
         );
     }
+    Ok(ExitCode::from(runner::exit_code(outcome.end_reason)))
+}
+
+/// Everything before the turn runs, in the order its errors are reported: the folder,
+/// the flags, the build, the prompt, the session.
+fn start(
+    args: &RunArgs,
+    built: Option<compiler::Build>,
+    mode: OutputMode,
+    dir: &Path,
+    base: &str,
+    prompt: Option<String>,
+) -> Result<(Agent, Action, runner::Prepared), RunError> {
+    if !dir.is_dir() {
+        return Err(RunError::Usage(format!("`{base}` is not a folder")));
+    }
+    let (session, resolution) = request(args, prompt.is_some())?;
+    let agent = open(args, built, dir, base)?;
+    let action = match (resolution, args.compact) {
+        (Some(resolution), _) => Action::Resume(resolution),
+        (None, true) => Action::Compact,
+        (None, false) => Action::Turn(read_prompt(prompt)?),
+    };
+    let prepared = runner::prepare(agent.manifest.clone(), dir, &options(args, mode, session))?;
+    runner::check_action(&prepared, &action)?;
+    Ok((agent, action, prepared))
+}
+
+fn console_options(args: &RunArgs, base: &str) -> console::Options {
+    let stderr_tty = std::io::stderr().is_terminal();
+    console::Options {
+        quiet: args.quiet,
+        spinner: stderr_tty,
+        command: format!("eve run {}", crate::text::shell_word(base)),
+        notes: true,
+        out_tty: std::io::stdout().is_terminal(),
+        err_tty: stderr_tty,
+        color: console::stderr_color(stderr_tty),
+    }
+}
+
+/// The session and the answer the flags ask for, checked before anything is built.
+fn request(
+    args: &RunArgs,
+    has_prompt: bool,
+) -> Result<(SessionChoice, Option<Resolution>), RunError> {
     let session = match (&args.session, args.r#continue) {
         (Some(id), _) => SessionChoice::Id(id.clone()),
         (None, true) => SessionChoice::Latest,
@@ -64,90 +130,58 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     } else {
         None
     };
-    if let Err(error) = runner::check_flags(
-        &session,
-        resolution.as_ref(),
-        args.compact,
-        prompt.is_some(),
-    ) {
-        return fail(&mut console, error);
-    }
+    runner::check_flags(&session, resolution.as_ref(), args.compact, has_prompt)?;
+    Ok((session, resolution))
+}
 
-    // A build that finds a change waiting starts none of its servers.
-    let mut build = match built {
-        Some(build) if build.cached => build,
-        _ => crate::connections::build_in(&dir, args.workspace.as_deref()),
-    };
-    eprint!(
-        "{}",
-        render::human_report(build.diagnostics.iter(), &base, args.quiet, args.verbose)
-    );
-    let Some(manifest) = build.manifest.as_ref() else {
-        return fail(
-            &mut console,
-            RunError::Failed(format!(
-                "could not build `{}`: fix the errors above, then run again",
-                compiler::agent_name(&dir)
-            )),
-        );
-    };
-    if let Some(change) = crate::review::waiting(&dir, &manifest.inputs_hash)? {
-        if !args.accept_agent_changes {
-            return fail(
-                &mut console,
-                RunError::Usage(format!(
-                    "the agent's definition changed while it ran ({}): review it with `eve build {}`, or run again with --accept-agent-changes",
-                    change.summary,
-                    crate::text::shell_word(&base)
-                )),
-            );
-        }
-        eprintln!(
-            "note: using the definition the agent changed: {}",
-            change.summary
-        );
-        crate::review::accept(&dir)?;
-        // Accepted: now its servers may be listed.
-        let shown = build.diagnostics;
-        build = crate::connections::build_in(&dir, args.workspace.as_deref());
-        let new: Vec<_> = build
-            .diagnostics
-            .iter()
-            .filter(|d| !shown.iter().any(|s| s == *d))
-            .collect();
-        eprint!(
-            "{}",
-            render::human_report(new, &base, args.quiet, args.verbose)
-        );
-    }
-    let cached = build.cached;
-    let Some(manifest) = build.manifest else {
-        return fail(
-            &mut console,
-            RunError::Failed(format!(
-                "could not build `{}`: fix the errors above, then run again",
-                compiler::agent_name(&dir)
-            )),
-        );
-    };
-    if !cached {
-        compiler::write_manifest(&dir, &manifest)?;
-    }
-    // Shared with the session, which reads it through the turn: no copy of a manifest
-    // that may list thousands of skills.
-    let manifest = Arc::new(manifest);
-    let ran = manifest.clone();
-
-    let action = match (resolution, args.compact) {
-        (Some(resolution), _) => Action::Resume(resolution),
-        (None, true) => Action::Compact,
-        (None, false) => match read_prompt(prompt) {
-            Ok(prompt) => Action::Turn(prompt),
-            Err(error) => return fail(&mut console, error),
+/// Opens the agent: a build that finds a change waiting starts none of its servers;
+/// `--accept-agent-changes` accepts it, and the build after lists them.
+fn open(
+    args: &RunArgs,
+    built: Option<compiler::Build>,
+    dir: &Path,
+    base: &str,
+) -> Result<Agent, RunError> {
+    let opening = agent::open(
+        dir,
+        agent::Options {
+            workspace: args.workspace.as_deref(),
+            changes: if args.accept_agent_changes {
+                Changes::AcceptAndList
+            } else {
+                Changes::Refuse
+            },
+            reuse: built,
+            ..agent::Options::default()
         },
-    };
-    let interactive = mode == OutputMode::Text && stdin_tty && stderr_tty;
-    let run_options = RunOptions {
+    )
+    .map_err(|e| RunError::Failed(format!("{e:#}")))?;
+    out::opening(&opening, base, args.quiet, args.verbose, |accepted| {
+        format!(
+            "note: using the definition the agent changed: {}",
+            accepted.change.summary
+        )
+    });
+    opening.agent.map_err(|refusal| {
+        let message = out::refusal(&refusal, dir, base, ("", "run again"), |change| {
+            format!(
+                "the agent's definition changed while it ran ({}): review it with `eve build {}`, or run again with --accept-agent-changes",
+                change.summary,
+                crate::text::shell_word(base)
+            )
+        });
+        match refusal {
+            Refusal::DoesNotBuild => RunError::Failed(message),
+            Refusal::NotAFolder | Refusal::Changed(_) => RunError::Usage(message),
+        }
+    })
+}
+
+fn options(args: &RunArgs, mode: OutputMode, session: SessionChoice) -> RunOptions {
+    let interactive = mode == OutputMode::Text
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal();
+    RunOptions {
         model: args.model.clone(),
         max_steps: args.max_steps,
         workspace: args.workspace.clone(),
@@ -163,53 +197,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
         connections: None,
         hidden_env: Vec::new(),
         sandbox: None,
-    };
-    let prepared = match runner::prepare(manifest, &dir, &run_options)
-        .and_then(|prepared| runner::check_action(&prepared, &action).map(|()| prepared))
-    {
-        Ok(prepared) => prepared,
-        Err(error) => return fail(&mut console, error),
-    };
-    if !args.quiet {
-        for note in &prepared.repaired {
-            eprintln!("note: {note}");
-        }
     }
-    for warning in &prepared.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    // Until the check after the run: a killed eve leaves this for the next start.
-    let running = crate::review::Running::start(&dir, &ran)?;
-    // Whether the model had anything run: a call requested, or a parked one settled.
-    let mut acted = false;
-    let outcome = runtime.block_on(runner::run(
-        prepared.harness,
-        prepared.events,
-        action,
-        |event| {
-            acted |= crate::review::acted(event);
-            console.event(event)
-        },
-    ));
-    console.finish(&outcome);
-    let could_change = acted || crate::review::runs_servers(&ran);
-    let change = if could_change {
-        running.check(&dir, &ran)?
-    } else {
-        None
-    };
-    running.end();
-    if let Some(change) = change {
-        eprintln!(
-            "note: the agent's definition changed during this run ({}); it takes effect once you have seen it: `eve build {}`",
-            change.summary,
-            crate::text::shell_word(&base)
-        );
-    }
-    Ok(ExitCode::from(runner::exit_code(outcome.end_reason)))
 }
 
 /// `eve run "question"` inside an agent directory means the current folder and that prompt.

@@ -1,5 +1,6 @@
 //! `eve schema`: print the JSON Schema of a kind of file, or write them all.
 
+use super::out;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -50,10 +51,10 @@ pub fn run(args: &SchemaArgs) -> anyhow::Result<ExitCode> {
             SchemaKind::Skill => Schema::Skill,
         },
     };
-    super::print_all(schema.text().as_bytes())
+    out::print_all(schema.text().as_bytes())
 }
 
 fn usage(problem: &str) -> anyhow::Result<ExitCode> {
     eprintln!("error: {problem}");
-    Ok(ExitCode::from(super::EXIT_USAGE))
+    Ok(ExitCode::from(out::USAGE))
 }

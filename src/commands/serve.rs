@@ -1,65 +1,80 @@
 //! `eve serve`: build the agent if needed, then serve it until SIGTERM.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::out;
+use crate::agent::{self, Agent, Refusal};
 use crate::cli::ServeArgs;
-use crate::compiler::{self, render};
 use crate::runner::{RunOptions, exit};
 use crate::serve::{self, Config, TOKEN_VAR, restate};
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    let usage = |message: String| {
-        eprintln!("error: {message}");
-        Ok(ExitCode::from(exit::USAGE))
-    };
     let chosen = crate::secrets::var(TOKEN_VAR).filter(|t| !t.trim().is_empty());
     if let Err(message) = serve::check_addr(&args.addr, chosen.is_some()) {
-        return usage(message);
+        return out::usage(message);
     }
     if chosen.is_none() && stderr_is_a_file() {
-        return usage(format!(
+        return out::usage(format!(
             "eve serve makes a token when {TOKEN_VAR} is not set and prints it, but stderr is a file here, which other processes (the agent's tools among them) could read: set {TOKEN_VAR}, or let stderr be a terminal or a pipe"
         ));
     }
     let token = match serve::Token::new(chosen) {
         Ok(token) => token,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return Ok(ExitCode::from(exit::FAILED));
-        }
+        Err(message) => return failed(message),
     };
     let dir = &args.dir;
     let base = dir.to_string_lossy().into_owned();
-    if !dir.is_dir() {
-        return usage(format!("`{base}` is not a folder"));
-    }
     // Like `eve run`: from the build cache when nothing changed, listing the
     // connections' servers that have no cached listing.
-    let build = crate::connections::build_in(dir, args.workspace.as_deref());
-    let cached = build.cached;
-    eprint!(
-        "{}",
-        render::human_report(build.diagnostics.iter(), &base, false, false)
-    );
-    let Some(manifest) = build.manifest else {
-        eprintln!(
-            "error: could not build `{}`: fix the errors above, then start it again",
-            compiler::agent_name(dir)
-        );
-        return Ok(ExitCode::from(exit::FAILED));
+    let opening = agent::open(
+        dir,
+        agent::Options {
+            workspace: args.workspace.as_deref(),
+            ..agent::Options::default()
+        },
+    )?;
+    out::opening(&opening, &base, false, false, |_| String::new());
+    let agent = match opening.agent {
+        Ok(agent) => agent,
+        Err(refusal) => {
+            let message = out::refusal(&refusal, dir, &base, ("", "start it again"), |change| {
+                crate::review::describe(change, &base)
+            });
+            return match refusal {
+                Refusal::DoesNotBuild => failed(message),
+                Refusal::NotAFolder | Refusal::Changed(_) => out::usage(message),
+            };
+        }
     };
-    if let Some(change) = crate::review::waiting(dir, &manifest.inputs_hash)? {
-        return usage(format!(
-            "the agent's definition changed while it ran ({}): review it with `eve build {}` first",
-            change.summary,
-            crate::text::shell_word(&base)
-        ));
+    let config = config(args, token);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let served = if args.restate {
+        match restate_options(args) {
+            Ok(options) => serve_on_restate(&runtime, agent, config, options)?,
+            Err(message) => return out::usage(message),
+        }
+    } else {
+        serve_here(&runtime, agent, config)?
+    };
+    // Turns that were cancelled may leave blocking work behind; none of it is waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match served {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(message) => failed(message),
     }
-    if !cached {
-        compiler::write_manifest(dir, &manifest)?;
-    }
-    let config = Config {
+}
+
+fn failed(message: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
+    eprintln!("error: {message}");
+    Ok(ExitCode::from(exit::FAILED))
+}
+
+fn config(args: &ServeArgs, token: serve::Token) -> Config {
+    Config {
         addr: args.addr,
         token,
         cors: args.cors.clone(),
@@ -78,76 +93,80 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             hidden_env: vec![TOKEN_VAR.to_string(), restate::IDENTITY_VAR.to_string()],
             ..RunOptions::default()
         },
-    };
-    let name = manifest.agent.name.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    if args.restate {
-        let identity_key =
-            crate::secrets::var(restate::IDENTITY_VAR).filter(|k| !k.trim().is_empty());
-        if let Err(message) =
-            restate::check_endpoint(&args.restate_endpoint, identity_key.is_some())
-        {
-            return usage(message);
-        }
-        for (flag, url) in [
-            ("--restate-ingress", &args.restate_ingress),
-            ("--restate-admin", &args.restate_admin),
-        ] {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return usage(format!(
-                    "{flag} takes an http:// or https:// URL, not `{}`",
-                    crate::text::shorten(url, 60)
-                ));
-            }
-        }
-        let options = restate::Restate {
-            endpoint: args.restate_endpoint,
-            ingress: args.restate_ingress.clone(),
-            admin: Some(args.restate_admin.clone()),
-            register: args.restate_register,
-            streams: args.restate_streams,
-            identity_key,
-        };
-        let running = crate::review::Running::start(dir, &manifest)?;
-        let served = runtime.block_on(restate::serve(
-            manifest,
-            dir,
-            config,
-            options,
-            running,
-            |ready, warnings, access| {
-                for warning in warnings {
-                    eprintln!("warning: {warning}");
-                }
-                if let Some(uri) = &ready.registered {
-                    eprintln!("eve serve: registered {uri} with Restate");
-                }
-                eprintln!(
-                    "eve serve: `{name}` Restate worker: deployment endpoint http://{}/, API listening on http://{}/ (API under /eve/v1; SIGTERM or Ctrl-C stops it)",
-                    ready.endpoint, ready.api
-                );
-                tell(access);
-            },
-        ));
-        runtime.shutdown_timeout(Duration::from_secs(1));
-        return match served {
-            Ok(()) => Ok(ExitCode::SUCCESS),
-            Err(message) => {
-                eprintln!("error: {message}");
-                Ok(ExitCode::from(exit::FAILED))
-            }
-        };
     }
-    // Until the last check of the agent's definition: a killed server leaves this for the
-    // next start.
-    let running = crate::review::Running::start(dir, &manifest)?;
-    let served = runtime.block_on(serve::serve(
+}
+
+/// `--restate-…` checked: a usage error otherwise.
+fn restate_options(args: &ServeArgs) -> Result<restate::Restate, String> {
+    let identity_key = crate::secrets::var(restate::IDENTITY_VAR).filter(|k| !k.trim().is_empty());
+    restate::check_endpoint(&args.restate_endpoint, identity_key.is_some())?;
+    for (flag, url) in [
+        ("--restate-ingress", &args.restate_ingress),
+        ("--restate-admin", &args.restate_admin),
+    ] {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!(
+                "{flag} takes an http:// or https:// URL, not `{}`",
+                crate::text::shorten(url, 60)
+            ));
+        }
+    }
+    Ok(restate::Restate {
+        endpoint: args.restate_endpoint,
+        ingress: args.restate_ingress.clone(),
+        admin: Some(args.restate_admin.clone()),
+        register: args.restate_register,
+        streams: args.restate_streams,
+        identity_key,
+    })
+}
+
+fn serve_on_restate(
+    runtime: &tokio::runtime::Runtime,
+    agent: Agent,
+    config: Config,
+    options: restate::Restate,
+) -> anyhow::Result<Result<(), String>> {
+    let name = agent.manifest.agent.name.clone();
+    let guard = agent.guard()?;
+    let manifest = Arc::unwrap_or_clone(agent.manifest);
+    Ok(runtime.block_on(restate::serve(
         manifest,
-        dir,
+        &agent.dir,
         config,
-        running,
+        options,
+        guard,
+        |ready, warnings, access| {
+            for warning in warnings {
+                eprintln!("warning: {warning}");
+            }
+            if let Some(uri) = &ready.registered {
+                eprintln!("eve serve: registered {uri} with Restate");
+            }
+            eprintln!(
+                "eve serve: `{name}` Restate worker: deployment endpoint http://{}/, API listening on http://{}/ (API under /eve/v1; SIGTERM or Ctrl-C stops it)",
+                ready.endpoint, ready.api
+            );
+            tell(access);
+        },
+    )))
+}
+
+fn serve_here(
+    runtime: &tokio::runtime::Runtime,
+    agent: Agent,
+    config: Config,
+) -> anyhow::Result<Result<(), String>> {
+    let name = agent.manifest.agent.name.clone();
+    // Until the last check of the agent's definition: a killed server leaves its marker
+    // for the next start.
+    let guard = agent.guard()?;
+    let manifest = Arc::unwrap_or_clone(agent.manifest);
+    Ok(runtime.block_on(serve::serve(
+        manifest,
+        &agent.dir,
+        config,
+        guard,
         |addr, warnings, access| {
             for warning in warnings {
                 eprintln!("warning: {warning}");
@@ -157,16 +176,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
             );
             tell(access);
         },
-    ));
-    // Turns that were cancelled may leave blocking work behind; none of it is waited for.
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    match served {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(message) => {
-            eprintln!("error: {message}");
-            Ok(ExitCode::from(exit::FAILED))
-        }
-    }
+    )))
 }
 
 /// How the person gets in, on eve's own stderr (a terminal or a pipe, never a file: see

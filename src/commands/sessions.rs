@@ -1,5 +1,6 @@
 //! `eve sessions list|show|rm`.
 
+use super::out;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,108 +22,117 @@ fn id_and_dir(id: &str, dir: &Path) -> (String, PathBuf) {
 
 pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
-        SessionsCommand::List { dir } => {
-            if !dir.is_dir() {
-                eprintln!("error: `{}` is not a folder", dir.display());
-                return Ok(ExitCode::from(super::EXIT_USAGE));
-            }
-            // Newest first, as `eve serve` lists them (ids sort by creation time).
-            let mut rows = show::rows(dir)?;
-            rows.reverse();
-            if rows.is_empty() {
-                eprintln!("no sessions yet in `{}`", store::dir(dir).display());
-                return Ok(ExitCode::SUCCESS);
-            }
-            let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
-            let status_width = rows
-                .iter()
-                .map(|r| r.status.chars().count())
-                .max()
-                .unwrap_or(6)
-                .max(6);
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(
-                out,
-                "{:id_width$}  {:19}  {:>5}  {:status_width$}  LAST MESSAGE",
-                "ID", "STARTED", "TURNS", "STATUS"
+        SessionsCommand::List { dir } => list(dir),
+        SessionsCommand::Show { id, dir, output } => show(id, dir, *output),
+        SessionsCommand::Rm { id, dir } => rm(id, dir),
+    }
+}
+
+/// `eve sessions list`: newest first.
+fn list(dir: &Path) -> anyhow::Result<ExitCode> {
+    if !dir.is_dir() {
+        eprintln!("error: `{}` is not a folder", dir.display());
+        return Ok(ExitCode::from(out::USAGE));
+    }
+    // Newest first, as `eve serve` lists them (ids sort by creation time).
+    let mut rows = show::rows(dir)?;
+    rows.reverse();
+    if rows.is_empty() {
+        eprintln!("no sessions yet in `{}`", store::dir(dir).display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
+    let status_width = rows
+        .iter()
+        .map(|r| r.status.chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{:id_width$}  {:19}  {:>5}  {:status_width$}  LAST MESSAGE",
+        "ID", "STARTED", "TURNS", "STATUS"
+    );
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "{:id_width$}  {:19}  {:>5}  {:status_width$}  {}",
+            row.id, row.started, row.turns, row.status, row.last_message
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `eve sessions show ID`: the transcript, or the events as stream-json.
+fn show(id: &str, dir: &Path, output: ShowOutput) -> anyhow::Result<ExitCode> {
+    let (id, dir) = id_and_dir(id, dir);
+    let (id, dir) = (&id, dir.as_path());
+    if id.trim().is_empty() {
+        eprintln!("error: a session id is needed (`eve sessions list` shows them)");
+        return Ok(ExitCode::from(out::USAGE));
+    }
+    let id = match store::find(dir, id) {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let replayed = match show::read(&store::path(dir, &id)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    match output {
+        // A closed pipe (`| head`) just ends the output.
+        ShowOutput::Text => {
+            let text = transcript(
+                &show::header(&replayed),
+                &replayed.records,
+                &show::status(&replayed),
             );
-            for row in rows {
-                let _ = writeln!(
-                    out,
-                    "{:id_width$}  {:19}  {:>5}  {:status_width$}  {}",
-                    row.id, row.started, row.turns, row.status, row.last_message
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+            let mut out = std::io::stdout().lock();
+            let text = if out.is_terminal() {
+                for_terminal(&text)
+            } else {
+                text.as_str().into()
+            };
+            let _ = write!(out, "{text}");
         }
-        SessionsCommand::Show { id, dir, output } => {
-            let (id, dir) = id_and_dir(id, dir);
-            let (id, dir) = (&id, dir.as_path());
-            if id.trim().is_empty() {
-                eprintln!("error: a session id is needed (`eve sessions list` shows them)");
-                return Ok(ExitCode::from(super::EXIT_USAGE));
-            }
-            let id = match store::find(dir, id) {
-                Ok(id) => id,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            let replayed = match show::read(&store::path(dir, &id)) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            match output {
-                // A closed pipe (`| head`) just ends the output.
-                ShowOutput::Text => {
-                    let text = transcript(
-                        &show::header(&replayed),
-                        &replayed.records,
-                        &show::status(&replayed),
-                    );
-                    let mut out = std::io::stdout().lock();
-                    let text = if out.is_terminal() {
-                        for_terminal(&text)
-                    } else {
-                        text.as_str().into()
-                    };
-                    let _ = write!(out, "{text}");
-                }
-                ShowOutput::StreamJson => {
-                    let mut out = std::io::stdout().lock();
-                    for event in show::events(&replayed) {
-                        if writeln!(out, "{}", serde_json::to_string(&event)?).is_err() {
-                            break;
-                        }
-                    }
+        ShowOutput::StreamJson => {
+            let mut out = std::io::stdout().lock();
+            for event in show::events(&replayed) {
+                if writeln!(out, "{}", serde_json::to_string(&event)?).is_err() {
+                    break;
                 }
             }
-            Ok(ExitCode::SUCCESS)
-        }
-        SessionsCommand::Rm { id, dir } => {
-            let (id, dir) = id_and_dir(id, dir);
-            let (id, dir) = (&id, dir.as_path());
-            if id.trim().is_empty() {
-                eprintln!("error: a session id is needed (`eve sessions list` shows them)");
-                return Ok(ExitCode::from(super::EXIT_USAGE));
-            }
-            let id = match store::find(dir, id) {
-                Ok(id) => id,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            if let Err(e) = session::remove(dir, &id) {
-                eprintln!("error: cannot remove session {id}: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
-            eprintln!("removed session {id}");
-            Ok(ExitCode::SUCCESS)
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `eve sessions rm ID`.
+fn rm(id: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+    let (id, dir) = id_and_dir(id, dir);
+    let (id, dir) = (&id, dir.as_path());
+    if id.trim().is_empty() {
+        eprintln!("error: a session id is needed (`eve sessions list` shows them)");
+        return Ok(ExitCode::from(out::USAGE));
+    }
+    let id = match store::find(dir, id) {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    if let Err(e) = session::remove(dir, &id) {
+        eprintln!("error: cannot remove session {id}: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    eprintln!("removed session {id}");
+    Ok(ExitCode::SUCCESS)
 }

@@ -7,21 +7,25 @@
 //! from its log with the active build, so the conversation carries across reloads.
 
 pub mod history;
+pub mod input;
 pub mod reload;
 pub mod watch;
 
-use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::agent::Refusal;
 use crate::compiler::{self, render};
 use crate::console::{self, Renderer, TerminalAsker};
 use crate::manifest::Manifest;
 use crate::protocol::{InputKind, Resolution};
 use crate::runner::{self, Action, RunOptions, SessionChoice};
 use crate::session::{show, store};
+pub use input::Input;
+use input::spawn_reader;
 use reload::Reload;
 
 /// The slash commands, for `/help` and "did you mean".
@@ -58,20 +62,11 @@ pub struct DevOptions {
     pub verbose: bool,
 }
 
-/// Something the loop reacts to.
-#[derive(Debug)]
-pub enum Input {
-    Line(String),
-    /// The agent directory changed (already debounced): these paths, relative to it.
-    Changed(Vec<String>),
-    Eof,
-}
-
 struct Dev {
     options: DevOptions,
     base: String,
     /// The marker naming the active build while tools may run (see [`crate::review`]).
-    running: crate::review::Running,
+    running: crate::review::Guard,
     active: Manifest,
     /// A good build waiting for the next turn.
     pending: Option<(Manifest, String)>,
@@ -90,29 +85,10 @@ struct Dev {
 /// Runs `eve dev` until `/quit` or the end of input; returns the exit code.
 pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     let base = options.dir.to_string_lossy().into_owned();
-    let build = crate::connections::build(&options.dir, false);
-    print_diagnostics(&build, &base, options.verbose);
-    let build_cached = build.cached;
-    let Some(active) = build.manifest else {
-        eprintln!(
-            "error: could not build `{}`: fix the errors above, then start eve dev again",
-            compiler::agent_name(&options.dir)
-        );
-        return Ok(runner::exit::FAILED);
+    let agent = match open(&options, &base)? {
+        Ok(agent) => agent,
+        Err(code) => return Ok(code),
     };
-    // As `eve run`: a change the agent made to its definition (also in a run that was
-    // killed before its check) waits for the person before anything runs it.
-    if let Some(change) = crate::review::waiting(&options.dir, &active.inputs_hash)? {
-        eprintln!(
-            "error: the agent's definition changed while it ran ({}): review it with `eve build {}`, then start eve dev again",
-            change.summary,
-            crate::text::shell_word(&base)
-        );
-        return Ok(runner::exit::USAGE);
-    }
-    if !build_cached {
-        compiler::write_manifest(&options.dir, &active)?;
-    }
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let session = if options.resume {
         store::latest(&options.dir)?
@@ -130,14 +106,14 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
     } else {
         None
     };
-    // Until the check after the last turn: a killed eve dev leaves this for the next
-    // start, naming the build that was active.
-    let running = crate::review::Running::start(&options.dir, &active)?;
+    // Until the check after the last turn: a killed eve dev leaves its marker for the
+    // next start, naming the build that was active.
+    let running = agent.guard()?;
     let mut dev = Dev {
         options,
         base,
         running,
-        active,
+        active: Arc::unwrap_or_clone(agent.manifest),
         pending: None,
         unavailable: Vec::new(),
         connections: None,
@@ -165,110 +141,55 @@ pub fn run(options: DevOptions) -> anyhow::Result<u8> {
             Input::Eof => break,
             Input::Line(line) => {
                 let line = line.trim().to_string();
-                if line.is_empty() {
-                    let _ = ready_tx.send(());
-                    continue;
-                }
                 if line.starts_with('/') {
                     if !dev.command(&line, &runtime) {
                         break;
                     }
-                } else {
+                } else if !line.is_empty() {
                     dev.turn(Action::Turn(line), &runtime);
                 }
                 let _ = ready_tx.send(());
             }
         }
     }
-    if let Some(connections) = dev.connections.take() {
-        runtime.block_on(connections.stop());
-        // The servers ran on after the last turn's check, as `eve run` checks once its
-        // servers have stopped; against the newest build the person was shown, whose
-        // edits are theirs.
-        let shown = dev.pending.as_ref().map_or(&dev.active, |(m, _)| m);
-        match dev.running.check(&dev.options.dir, shown) {
-            Ok(Some(change)) => eprintln!(
-                "note: the agent's definition changed while its servers ran ({}); it takes effect once you have seen it: `eve build {}`",
-                change.summary,
-                crate::text::shell_word(&dev.base)
-            ),
-            Ok(None) => {}
-            Err(e) => eprintln!("error: cannot record the agent's changes: {e}"),
-        }
-    }
-    dev.running.end();
+    dev.end(&runtime);
     Ok(runner::exit::COMPLETED)
 }
 
-fn print_diagnostics(build: &compiler::Build, base: &str, verbose: bool) {
-    eprint!(
-        "{}",
-        render::human_report(build.diagnostics.iter(), base, false, verbose)
-    );
+/// Opens the agent as `eve run` does: a change the agent made to its definition (also
+/// in a run that was killed before its check) waits for the person before anything
+/// runs it. `Err`: the exit code, the reason printed.
+fn open(options: &DevOptions, base: &str) -> anyhow::Result<Result<crate::agent::Agent, u8>> {
+    let opening = crate::agent::open(&options.dir, crate::agent::Options::default())?;
+    print_diagnostics(&opening.diagnostics, base, options.verbose);
+    Ok(opening.agent.map_err(|refusal| match refusal {
+        Refusal::NotAFolder => {
+            eprintln!("error: `{}` is not a folder", options.dir.display());
+            runner::exit::USAGE
+        }
+        Refusal::DoesNotBuild => {
+            eprintln!(
+                "error: could not build `{}`: fix the errors above, then start eve dev again",
+                compiler::agent_name(&options.dir)
+            );
+            runner::exit::FAILED
+        }
+        Refusal::Changed(change) => {
+            eprintln!(
+                "error: the agent's definition changed while it ran ({}): review it with `eve build {}`, then start eve dev again",
+                change.summary,
+                crate::text::shell_word(base)
+            );
+            runner::exit::USAGE
+        }
+    }))
 }
 
-/// Reads lines (with line editing and history on a terminal) and sends them, one after
-/// each `ready` so the prompt shows only when eve waits for input.
-fn spawn_reader(
-    dir: &Path,
-    interactive: bool,
-    tx: mpsc::Sender<Input>,
-    ready: mpsc::Receiver<()>,
-    printer: mpsc::Sender<Box<dyn rustyline::ExternalPrinter + Send>>,
-) {
-    let dir = dir.to_path_buf();
-    std::thread::spawn(move || {
-        if interactive {
-            let Ok(mut editor) = rustyline::DefaultEditor::new() else {
-                let _ = tx.send(Input::Eof);
-                return;
-            };
-            let mut history = history::History::load(&dir);
-            for line in history.lines() {
-                let _ = editor.add_history_entry(line.as_str());
-            }
-            if let Ok(external) = editor.create_external_printer() {
-                let _ = printer.send(Box::new(external));
-            }
-            while ready.recv().is_ok() {
-                match editor.readline("› ") {
-                    Ok(line) => {
-                        let _ = editor.add_history_entry(line.as_str());
-                        history.add(&dir, &line);
-                        if tx.send(Input::Line(line)).is_err() {
-                            return;
-                        }
-                    }
-                    // Ctrl-C at the prompt clears the line.
-                    Err(rustyline::error::ReadlineError::Interrupted) => {
-                        if tx.send(Input::Line(String::new())).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => {
-                        let _ = tx.send(Input::Eof);
-                        return;
-                    }
-                }
-            }
-        } else {
-            let stdin = std::io::stdin();
-            let mut lines = stdin.lock().lines();
-            while ready.recv().is_ok() {
-                match lines.next() {
-                    Some(Ok(line)) => {
-                        if tx.send(Input::Line(line)).is_err() {
-                            return;
-                        }
-                    }
-                    _ => {
-                        let _ = tx.send(Input::Eof);
-                        return;
-                    }
-                }
-            }
-        }
-    });
+fn print_diagnostics(diagnostics: &compiler::Diagnostics, base: &str, verbose: bool) {
+    eprint!(
+        "{}",
+        render::human_report(diagnostics.iter(), base, false, verbose)
+    );
 }
 
 impl Dev {
@@ -368,30 +289,9 @@ impl Dev {
     }
 
     fn turn(&mut self, action: Action, runtime: &tokio::runtime::Runtime) {
-        // A definition the agent changed itself waits for the person's /accept.
-        let mut previous = None;
-        let on_disk = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
-        let waiting = match crate::review::waiting(&self.options.dir, &on_disk.inputs_hash) {
-            Ok(waiting) => waiting,
-            Err(e) => {
-                eprintln!("error: cannot check the agent's definition: {e}");
-                return;
-            }
+        let Some(previous) = self.apply_pending() else {
+            return;
         };
-        if let Some(change) = waiting {
-            eprintln!(
-                "note: still using the last build you saw: the agent's definition changed while it ran ({}); /accept uses it",
-                change.summary
-            );
-        } else if let Some((manifest, summary)) = self.pending.take() {
-            // The marker names the new build before any of its tools can run.
-            if let Err(e) = self.running.now_runs(&manifest) {
-                eprintln!("error: cannot record the build this session runs: {e}");
-                self.pending = Some((manifest, summary));
-                return;
-            }
-            previous = Some(std::mem::replace(&mut self.active, manifest));
-        }
         self.servers(previous.as_ref(), runtime);
         let prepared =
             match runner::prepare(self.active.clone(), &self.options.dir, &self.options()) {
@@ -409,41 +309,22 @@ impl Dev {
                 eprintln!("warning: {warning}");
             }
         }
-        // A parked session: this line answers it.
-        let action = match (action, prepared.harness.pending()) {
-            (Action::Turn(line), Some(request)) => Action::Resume(match request.kind {
-                InputKind::Question { .. } => Resolution::Answer { text: line },
-                InputKind::Approval if matches!(line.to_lowercase().as_str(), "y" | "yes") => {
-                    Resolution::Approved { by: None }
-                }
-                InputKind::Approval => Resolution::Denied {
-                    reason: (!matches!(line.to_lowercase().as_str(), "n" | "no")).then_some(line),
-                },
-            }),
-            (action, _) => action,
-        };
+        let action = answer(action, prepared.harness.pending());
         self.session = Some(prepared.harness.session_id().to_string());
-        let options = console::Options {
-            quiet: false,
-            spinner: std::io::stderr().is_terminal(),
-            command: format!("eve run {}", crate::text::shell_word(&self.base)),
-            notes: self.turns == 0,
-            out_tty: std::io::stdout().is_terminal(),
-            err_tty: std::io::stderr().is_terminal(),
-            color: console::stderr_color(std::io::stderr().is_terminal()),
-        };
-        let mut console =
-            console::TextRenderer::new(&options, std::io::stdout(), std::io::stderr());
+        let mut console = console::TextRenderer::new(
+            &self.console_options(),
+            std::io::stdout(),
+            std::io::stderr(),
+        );
         self.turns += 1;
-        // Whether the model had anything run: a call requested, or a parked one settled.
-        let mut acted = false;
         let mut unavailable = std::mem::take(&mut self.unavailable);
+        let guard = &self.running;
         let outcome = runtime.block_on(runner::run(
             prepared.harness,
             prepared.events,
             action,
             |event| {
-                acted |= crate::review::acted(event);
+                guard.observe(event);
                 if let crate::protocol::EventKind::SessionStarted {
                     unavailable_tools, ..
                 } = &event.kind
@@ -458,16 +339,9 @@ impl Dev {
         ));
         console.finish(&outcome);
         self.unavailable = unavailable;
-        // A turn that ran nothing (no call, no server) cannot have changed the
-        // definition; checking anyway would take an edit the person saves the moment
-        // the turn ends for one the agent made.
-        let could_change = acted || crate::review::runs_servers(&self.active);
-        let checked = if could_change {
-            self.running.check(&self.options.dir, &self.active)
-        } else {
-            Ok(None)
-        };
-        match checked {
+        // A turn that ran nothing (no call, no server) is not checked: an edit the
+        // person saves the moment the turn ends is theirs.
+        match self.running.after_turn(&self.active) {
             Ok(Some(change)) => eprintln!(
                 "note: the agent's definition changed during this turn ({}); /accept uses it from the next turn",
                 change.summary
@@ -481,6 +355,70 @@ impl Dev {
             );
         }
         let _ = std::io::stdout().flush();
+    }
+
+    /// Before a turn: the reloaded build waiting for it becomes the active one, unless a
+    /// definition the agent changed itself waits for the person's /accept. `Some`: go on,
+    /// with the build that was active before, if it changed; `None`: no turn (said why).
+    fn apply_pending(&mut self) -> Option<Option<Manifest>> {
+        let on_disk = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
+        let waiting = match self.running.waiting(on_disk) {
+            Ok(waiting) => waiting,
+            Err(e) => {
+                eprintln!("error: cannot check the agent's definition: {e}");
+                return None;
+            }
+        };
+        if let Some(change) = waiting {
+            eprintln!(
+                "note: still using the last build you saw: the agent's definition changed while it ran ({}); /accept uses it",
+                change.summary
+            );
+            return Some(None);
+        }
+        let Some((manifest, summary)) = self.pending.take() else {
+            return Some(None);
+        };
+        // The marker names the new build before any of its tools can run.
+        if let Err(e) = self.running.now_runs(&manifest) {
+            eprintln!("error: cannot record the build this session runs: {e}");
+            self.pending = Some((manifest, summary));
+            return None;
+        }
+        Some(Some(std::mem::replace(&mut self.active, manifest)))
+    }
+
+    fn console_options(&self) -> console::Options {
+        let err_tty = std::io::stderr().is_terminal();
+        console::Options {
+            quiet: false,
+            spinner: err_tty,
+            command: format!("eve run {}", crate::text::shell_word(&self.base)),
+            notes: self.turns == 0,
+            out_tty: std::io::stdout().is_terminal(),
+            err_tty,
+            color: console::stderr_color(err_tty),
+        }
+    }
+
+    /// Leaving: the servers stop, and ran on after the last turn's check, so the
+    /// definition is checked once more (as `eve run` checks once its servers have
+    /// stopped), against the newest build the person was shown, whose edits are theirs.
+    fn end(mut self, runtime: &tokio::runtime::Runtime) {
+        if let Some(connections) = self.connections.take() {
+            runtime.block_on(connections.stop());
+            let shown = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
+            match self.running.check(shown) {
+                Ok(Some(change)) => eprintln!(
+                    "note: the agent's definition changed while its servers ran ({}); it takes effect once you have seen it: `eve build {}`",
+                    change.summary,
+                    crate::text::shell_word(&self.base)
+                ),
+                Ok(None) => {}
+                Err(e) => eprintln!("error: cannot record the agent's changes: {e}"),
+            }
+        }
+        self.running.end();
     }
 
     /// `/eval [FILTER…]`: the eval cases, checked against the build the next turn uses,
@@ -526,6 +464,15 @@ impl Dev {
             &crate::evals::Options::default(),
             |case| eprintln!("{}", crate::evals::report::progress_line(case, width)),
         );
+        // The cases ran the agent's tools: checked as a turn is.
+        match self.running.check(&manifest) {
+            Ok(Some(change)) => eprintln!(
+                "note: the agent's definition changed during these evals ({}); /accept uses it from the next turn",
+                change.summary
+            ),
+            Ok(None) => {}
+            Err(e) => eprintln!("error: cannot record the agent's changes: {e}"),
+        }
         match outcome {
             Ok(outcome) => {
                 let failures = crate::evals::report::failures(&outcome.results);
@@ -542,6 +489,25 @@ impl Dev {
         }
     }
 
+    /// `/tools`: the tools of the build the next turn uses (a reload announced waits for
+    /// it), and those not offered, with why.
+    fn list_tools(&self) {
+        // The build the next turn uses: a reload announced waits for it.
+        let next = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
+        for tool in &next.tools {
+            if let Some((_, why)) = self.unavailable.iter().find(|(n, _)| *n == tool.name) {
+                eprintln!(
+                    "  {:<14} (not offered: {})",
+                    tool.name,
+                    crate::text::shorten(why, 80)
+                );
+                continue;
+            }
+            let first = tool.description.lines().next().unwrap_or_default();
+            eprintln!("  {:<14} {}", tool.name, crate::text::shorten(first, 90));
+        }
+    }
+
     /// Runs a slash command; `false` means leave.
     fn command(&mut self, line: &str, runtime: &tokio::runtime::Runtime) -> bool {
         let name = line.split_whitespace().next().unwrap_or(line);
@@ -552,22 +518,7 @@ impl Dev {
                     eprintln!("  {command:<10} {what}");
                 }
             }
-            "/tools" => {
-                // The build the next turn uses: a reload announced waits for it.
-                let next = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
-                for tool in &next.tools {
-                    if let Some((_, why)) = self.unavailable.iter().find(|(n, _)| *n == tool.name) {
-                        eprintln!(
-                            "  {:<14} (not offered: {})",
-                            tool.name,
-                            crate::text::shorten(why, 80)
-                        );
-                        continue;
-                    }
-                    let first = tool.description.lines().next().unwrap_or_default();
-                    eprintln!("  {:<14} {}", tool.name, crate::text::shorten(first, 90));
-                }
-            }
+            "/tools" => self.list_tools(),
             "/skills" => {
                 let next = self.pending.as_ref().map_or(&self.active, |(m, _)| m);
                 if next.skills.is_empty() {
@@ -594,15 +545,12 @@ impl Dev {
                     }
                 }
             }
-            "/accept" => match crate::review::pending(&self.options.dir) {
+            "/accept" => match self.running.accept() {
                 Ok(None) => eprintln!("the definition did not change while the agent ran"),
-                Ok(Some(change)) => match crate::review::accept(&self.options.dir) {
-                    Ok(()) => {
-                        eprintln!("accepted: {} (from the next turn)", change.summary);
-                        self.rebuild(&[]);
-                    }
-                    Err(e) => eprintln!("error: {e}"),
-                },
+                Ok(Some(change)) => {
+                    eprintln!("accepted: {} (from the next turn)", change.summary);
+                    self.rebuild(&[]);
+                }
                 Err(e) => eprintln!("error: {e}"),
             },
             "/new" => {
@@ -649,5 +597,21 @@ impl Dev {
             }
         }
         true
+    }
+}
+
+/// A parked session: the line typed answers it (`y` or `n` for an approval).
+fn answer(action: Action, pending: Option<&crate::protocol::InputRequest>) -> Action {
+    match (action, pending) {
+        (Action::Turn(line), Some(request)) => Action::Resume(match request.kind {
+            InputKind::Question { .. } => Resolution::Answer { text: line },
+            InputKind::Approval if matches!(line.to_lowercase().as_str(), "y" | "yes") => {
+                Resolution::Approved { by: None }
+            }
+            InputKind::Approval => Resolution::Denied {
+                reason: (!matches!(line.to_lowercase().as_str(), "n" | "no")).then_some(line),
+            },
+        }),
+        (action, _) => action,
     }
 }

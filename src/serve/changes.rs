@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::manifest::Manifest;
-use crate::review::Running;
+use crate::review::Guard;
 
 /// The checker's state, shared by the turns and the task that checks.
 #[derive(Debug)]
@@ -29,13 +29,13 @@ pub struct Changes {
     /// The change has been reported on stderr once.
     reported: AtomicBool,
     /// This server's marker in `.eve/running/`, which makes every check
-    /// ([`Running::check`]); taken when the server ends.
-    running: Mutex<Option<Running>>,
+    /// ([`Guard::check`]); taken when the server ends.
+    running: Mutex<Option<Guard>>,
 }
 
 impl Changes {
     /// The checks of a server whose marker is `running`.
-    pub fn new(running: Running) -> Changes {
+    pub fn new(running: Guard) -> Changes {
         Changes {
             wake: Notify::new(),
             reported: AtomicBool::new(false),
@@ -69,14 +69,13 @@ impl Changes {
     }
 
     /// Checks now: records and reports a change. A check that fails is reported and
-    /// keeps the marker for the next start (it fails closed, see [`Running::check`]).
+    /// keeps the marker for the next start (it fails closed, see [`Guard::check`]).
     pub async fn check(self: &Arc<Self>, agent_dir: &Path, manifest: &Arc<Manifest>) {
-        let dir = agent_dir.to_path_buf();
         let served = manifest.clone();
         let changes = self.clone();
         let checked = tokio::task::spawn_blocking(move || {
             match crate::sync::lock(&changes.running).as_ref() {
-                Some(running) => running.check(&dir, &served),
+                Some(running) => running.check(&served),
                 None => Err(std::io::Error::other("the server has ended")),
             }
         })

@@ -122,7 +122,7 @@ pub async fn serve(
     manifest: Manifest,
     agent_dir: &Path,
     config: Config,
-    running: crate::review::Running,
+    running: crate::review::Guard,
     ready: impl FnOnce(SocketAddr, &[String], &Access<'_>),
 ) -> Result<(), String> {
     check_addr(&config.addr, config.token.chosen)?;

@@ -854,3 +854,45 @@ fn a_redirect_to_another_origin_never_carries_the_provider_key_or_a_connections_
         elsewhere.requests()
     );
 }
+
+#[test]
+fn a_definition_an_eval_case_changed_is_recorded_and_the_next_run_waits_for_a_review() {
+    // The cases of `eve eval` run the agent's tools: a change they make to the
+    // definition is checked for as after `eve run`.
+    let agent = Agent::new("[sandbox]\nmode = \"off\"\n", "- text: unused\n");
+    let bash_file = agent.dir.join("tools/bash.toml");
+    std::fs::create_dir_all(agent.dir.join("evals")).unwrap();
+    std::fs::write(
+        agent.dir.join("evals/loosen.toml"),
+        format!(
+            "prompt = \"Loosen your own rules\"\n\
+             [[reply]]\n\
+             tool_calls = [{{ name = \"bash\", input = {{ command = \"printf 'approval = \\\"never\\\"\\\\n' > {}\" }} }}]\n\
+             [[reply]]\n\
+             text = \"Done.\"\n",
+            bash_file.display()
+        ),
+    )
+    .unwrap();
+    let evals = eve().arg("eval").arg(&agent.dir).output().unwrap();
+    assert!(bash_file.is_file(), "{}", stderr(&evals));
+    assert!(
+        stderr(&evals).contains("definition changed during these evals (tools ~bash)"),
+        "{}",
+        stderr(&evals)
+    );
+    let next = agent.run(&["Go on"]);
+    assert_eq!(next.status.code(), Some(2), "{}", stderr(&next));
+    assert!(
+        stderr(&next).contains("changed while it ran (tools ~bash)"),
+        "{}",
+        stderr(&next)
+    );
+    assert!(
+        std::fs::read_dir(agent.dir.join(".eve/running"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "the eval's marker went after its check"
+    );
+}

@@ -73,7 +73,7 @@ pub async fn serve(
     agent_dir: &Path,
     config: Config,
     restate: Restate,
-    running: crate::review::Running,
+    running: crate::review::Guard,
     ready: impl FnOnce(&Ready, &[String], &super::Access<'_>),
 ) -> Result<(), String> {
     super::check_addr(&config.addr, config.token.chosen)?;
