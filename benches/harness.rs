@@ -504,25 +504,19 @@ fn resume_benchmark(dir: &Path) {
         let watch = std::sync::Arc::new(Stopwatch(std::sync::Mutex::new(None)));
         let start = Instant::now();
         let (log, replayed, _) = eve::runner::open_session(dir, &id).unwrap();
-        let config = eve::harness::Setup {
-            manifest: std::sync::Arc::new(manifest),
-            agent_dir: dir.to_path_buf(),
-            workspace: dir.to_path_buf(),
+        let model = eve::providers::Resolved {
             provider: watch.clone(),
             model_id: "bench".into(),
-            model: "bench".into(),
-            max_steps: 10,
-            retry: Default::default(),
-            hidden_env: vec![],
-            depth: 0,
-            journal: Some(std::sync::Arc::new(log)),
-            asker: None,
-            approve_all: false,
-            sandbox: None,
-            stubs: None,
-            connections: None,
-            executed: Default::default(),
+            reference: "bench".into(),
         };
+        let config = eve::harness::Setup::new(
+            std::sync::Arc::new(manifest),
+            dir.to_path_buf(),
+            dir.to_path_buf(),
+            model,
+        )
+        .with_max_steps(10)
+        .with_journal(std::sync::Arc::new(log));
         let (emitter, mut rx) = eve::harness::Emitter::channel();
         let mut harness =
             eve::harness::Harness::resume(config, emitter, replayed.snapshot()).unwrap();

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::harness::{Asker, Emitter, Harness, Setup};
 use crate::manifest::{Manifest, SandboxMode};
 use crate::protocol::{EndReason, Event, InputKind, Journal, Resolution, TurnOutcome};
-use crate::providers::{self, retry::RetryPolicy};
+use crate::providers;
 use crate::sandbox::Support;
 use crate::session::replay::{self, Replayed};
 use crate::session::{SessionLog, store};
@@ -310,7 +310,21 @@ fn session_setup(
         &crate::secrets::var,
     )
     .map_err(RunError::Failed)?;
-    let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
+    session_setup_with(manifest, agent_dir, workspace, resolved, options).map_err(RunError::Failed)
+}
+
+/// The one assembly of a top-level session's [`Setup`] (`eve run`, `dev`, `serve` and
+/// each eval case): `manifest` from `agent_dir` (absolute) on `model`, acting in
+/// `workspace` (absolute), confined as the manifest and `options` say, with the
+/// agent's servers (`options.connections`, or new ones in this workspace). Returns the
+/// sandbox's warnings too.
+pub fn session_setup_with(
+    manifest: Arc<Manifest>,
+    agent_dir: PathBuf,
+    workspace: PathBuf,
+    model: providers::Resolved,
+    options: &RunOptions,
+) -> Result<(Setup, Vec<String>), String> {
     let (sandbox, warnings) = match &options.sandbox {
         Some(shared) => (Some(shared.clone()), shared.warnings()),
         None => crate::sandbox::for_session(
@@ -320,39 +334,23 @@ fn session_setup(
             options.sandbox_mode,
             options.no_network,
             &Support::detect(),
-        )
-        .map_err(RunError::Failed)?,
+        )?,
     };
-    let mut hidden_env = providers::key_variables(&manifest);
-    hidden_env.extend(options.hidden_env.iter().cloned());
-    let manifest_executed = manifest.executed_paths();
-    let mut setup = Setup {
-        manifest,
-        agent_dir: agent_dir.clone(),
-        workspace,
-        provider: resolved.provider,
-        model_id: resolved.model_id,
-        model: resolved.reference,
-        max_steps,
-        retry: RetryPolicy::from_env(),
-        hidden_env,
-        depth: 0,
-        journal: None,
-        asker: options.asker.clone(),
-        approve_all: options.approve_all,
-        sandbox,
-        stubs: None,
-        connections: None,
-        executed: Arc::new(manifest_executed),
-    };
-    setup.connections = options.connections.clone().or_else(|| {
+    let connections = options.connections.clone().or_else(|| {
         crate::connections::Connections::new(
-            &setup.manifest,
+            &manifest,
             &agent_dir,
-            &setup.workspace,
-            setup.sandbox.as_ref().and_then(|s| s.recipe.clone()),
+            &workspace,
+            sandbox.as_ref().and_then(|s| s.recipe.clone()),
         )
     });
+    let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
+    let setup = Setup::new(manifest, agent_dir, workspace, model)
+        .with_max_steps(max_steps)
+        .hiding(options.hidden_env.iter().cloned())
+        .with_person(options.asker.clone(), options.approve_all)
+        .with_sandbox(sandbox)
+        .with_connections(connections);
     Ok((setup, warnings))
 }
 
@@ -500,5 +498,51 @@ fn watch_interrupts(cancel: CancellationToken) -> Option<tokio::task::JoinHandle
                 }
             }
         }))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Every top-level session — `eve run`, `dev`, `serve` and each eval case — is
+    /// assembled by `session_setup_with`: the agent's provider keys and the variables
+    /// its command names are hidden from the processes tools start, whoever calls it.
+    #[test]
+    fn a_session_hides_the_provider_keys_and_the_variables_its_command_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        std::fs::write(
+            dir.join("agent.toml"),
+            "model = \"openai/gpt-4.1\"\n[sandbox]\nmode = \"off\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("instructions.md"), "Hi.").unwrap();
+        std::fs::write(dir.join("replies.yaml"), "- text: Hi.\n").unwrap();
+        let manifest = Arc::new(
+            crate::compiler::compile(&dir, &crate::tools::builtin::CATALOG)
+                .manifest
+                .unwrap(),
+        );
+        let model = providers::resolve(
+            "scripted:replies.yaml",
+            &manifest.agent.providers,
+            &dir,
+            &|_| None,
+        )
+        .unwrap();
+        let options = RunOptions {
+            hidden_env: vec!["EVE_SERVE_TOKEN".into()],
+            max_steps: Some(3),
+            ..RunOptions::default()
+        };
+        let (setup, _) =
+            session_setup_with(manifest, dir.clone(), dir.clone(), model, &options).unwrap();
+        assert!(setup.hidden_env.iter().any(|v| v == "OPENAI_API_KEY"));
+        assert!(setup.hidden_env.iter().any(|v| v == "EVE_SERVE_TOKEN"));
+        assert_eq!(setup.max_steps, 3);
+        assert_eq!(setup.depth, 0);
+        assert!(setup.sandbox.is_none(), "mode = \"off\"");
     }
 }

@@ -14,11 +14,11 @@ use super::judge::{self, JudgeModel};
 use super::observed::Observed;
 use super::results::{Check, RunResult, Status};
 use super::workspace;
-use crate::harness::{Emitter, Harness, Setup};
+use crate::harness::{Emitter, Harness};
 use crate::manifest::Manifest;
 use crate::manifest::eval::{Case, Judge, TurnInput};
 use crate::protocol::{Event, InputKind, Resolution, TurnOutcome, Usage};
-use crate::providers::{self, Resolved, retry::RetryPolicy};
+use crate::providers::{self, Resolved};
 use crate::tools::stub::Stubs;
 
 /// How long a run that timed out gets to stop (its tools are killed) before it is dropped.
@@ -134,41 +134,18 @@ async fn drive(
         } else {
             suite.manifest.clone()
         };
-        // Tools are real in an eval: the same sandbox as `eve run`.
-        let (sandbox, _) = crate::sandbox::for_session(
-            &manifest,
-            &suite.agent_dir,
-            &root,
-            None,
-            false,
-            &crate::sandbox::Support::detect(),
-        )?;
-        // Each run starts the agent's servers in its own workspace, as `eve run` would.
-        let connections = crate::connections::Connections::new(
-            &manifest,
-            &suite.agent_dir,
-            &root,
-            sandbox.as_ref().and_then(|s| s.recipe.clone()),
-        );
-        let setup = Setup {
-            sandbox,
-            executed: Arc::new(manifest.executed_paths()),
-            max_steps: manifest.agent.limits.max_steps,
-            hidden_env: providers::key_variables(&manifest),
+        // Tools are real in an eval: the same sandbox as `eve run`, and the agent's
+        // servers started in this run's own workspace, as `eve run` would.
+        let (setup, _) = crate::runner::session_setup_with(
             manifest,
-            agent_dir: suite.agent_dir.clone(),
-            workspace: root.clone(),
-            provider: resolved.provider,
-            model_id: resolved.model_id,
-            model: resolved.reference,
-            retry: RetryPolicy::from_env(),
-            depth: 0,
-            journal: Some(Arc::new(RunLog::create(&dir.join("session.jsonl"))?)),
-            asker: None,
-            approve_all: false,
-            stubs: (!case.stubs.is_empty()).then(|| Arc::new(Stubs::new(&case.stubs))),
-            connections,
-        };
+            suite.agent_dir.clone(),
+            root.clone(),
+            resolved,
+            &crate::runner::RunOptions::default(),
+        )?;
+        let setup = setup
+            .with_journal(Arc::new(RunLog::create(&dir.join("session.jsonl"))?))
+            .with_stubs((!case.stubs.is_empty()).then(|| Arc::new(Stubs::new(&case.stubs))));
         let (emitter, rx) = Emitter::channel();
         let harness = Harness::new(setup, emitter, result.session_id.clone())?;
         Ok::<_, String>((harness, rx))

@@ -18,6 +18,7 @@ mod model_call;
 pub mod prompt;
 mod reply;
 pub mod scheduler;
+mod setup;
 mod spawner;
 mod turn;
 

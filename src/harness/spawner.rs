@@ -33,22 +33,20 @@ impl Spawner for ChildSpawner {
         cancel: CancellationToken,
     ) -> BoxFuture<'_, Result<TurnOutcome, String>> {
         async move {
-            let (provider, model_id, model) =
-                if manifest.agent.model == self.setup.manifest.agent.model {
-                    (
-                        self.setup.provider.clone(),
-                        self.setup.model_id.clone(),
-                        self.setup.model.clone(),
-                    )
-                } else {
-                    let resolved = crate::providers::resolve(
-                        &manifest.agent.model,
-                        &manifest.agent.providers,
-                        &agent_dir,
-                        &crate::secrets::var,
-                    )?;
-                    (resolved.provider, resolved.model_id, resolved.reference)
-                };
+            let model = if manifest.agent.model == self.setup.manifest.agent.model {
+                crate::providers::Resolved {
+                    provider: self.setup.provider.clone(),
+                    model_id: self.setup.model_id.clone(),
+                    reference: self.setup.model.clone(),
+                }
+            } else {
+                crate::providers::resolve(
+                    &manifest.agent.model,
+                    &manifest.agent.providers,
+                    &agent_dir,
+                    &crate::secrets::var,
+                )?
+            };
             // The `agent` tool's copy shares this agent's servers; a subagent has its own.
             let connections = if agent_dir == self.setup.agent_dir {
                 self.setup.connections.clone()
@@ -60,25 +58,9 @@ impl Spawner for ChildSpawner {
                     self.setup.sandbox.as_ref().and_then(|s| s.recipe.clone()),
                 )
             };
-            let setup = Setup {
-                max_steps: manifest.agent.limits.max_steps,
-                manifest,
-                agent_dir,
-                workspace: self.setup.workspace.clone(),
-                provider,
-                model_id,
-                model,
-                retry: self.setup.retry,
-                hidden_env: self.setup.hidden_env.clone(),
-                depth,
-                journal: None,
-                asker: self.setup.asker.clone(),
-                approve_all: self.setup.approve_all,
-                sandbox: self.setup.sandbox.clone(),
-                stubs: self.setup.stubs.clone(),
-                connections,
-                executed: self.setup.executed.clone(),
-            };
+            let setup = self
+                .setup
+                .child(manifest, agent_dir, depth, model, connections);
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
             let started = child.start().await;
             let outcome = match started {
