@@ -120,6 +120,57 @@ fn runs_of(case: &Case, repeat: Option<u32>) -> (u32, u32) {
     }
 }
 
+/// A case's result from its runs (any order), `needed` of which must pass; and the
+/// events of its first run.
+fn case_result(case: &Case, mut ran: Vec<run::Ran>, needed: u32) -> (CaseResult, Vec<Event>) {
+    ran.sort_by_key(|r| r.result.run);
+    let first_events = ran
+        .first_mut()
+        .map(|r| std::mem::take(&mut r.events))
+        .unwrap_or_default();
+    let runs: Vec<RunResult> = ran.into_iter().map(|r| r.result).collect();
+    let passed = runs.iter().filter(|r| r.passed).count() >= needed as usize;
+    let result = CaseResult {
+        id: case.id.clone(),
+        file: case.file.clone(),
+        description: case.description.clone(),
+        tags: case.tags.clone(),
+        passed,
+        needed,
+        runs,
+    };
+    (result, first_events)
+}
+
+/// What every run of an eval shares: the agent, the models, where artifacts go.
+fn suite(
+    agent_dir: &Path,
+    manifest: &Manifest,
+    options: &Options,
+    artifacts: PathBuf,
+) -> Result<Suite, String> {
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
+    let judge = match &options.judge_model {
+        Some(model) => Some(
+            judge::JudgeModel::new(model, &manifest.agent.providers, cwd.clone())
+                .map_err(|e| format!("--judge-model: {e}"))?,
+        ),
+        None => None,
+    };
+    Ok(Suite {
+        agent_dir: agent_dir.to_path_buf(),
+        manifest: Arc::new(manifest.clone()),
+        model: options.model.clone(),
+        cwd,
+        judge,
+        artifacts,
+        keep: options.keep,
+        strict: options.strict,
+        live: options.record,
+    })
+}
+
 /// Runs `cases` of the agent built from `agent_dir`; `on_case` sees each case as soon as
 /// it and every case before it have finished (so the order is always the id order).
 /// `artifacts_shown` is how the artifacts folder is named in the summary.
@@ -135,26 +186,7 @@ pub fn run(
         .canonicalize()
         .map_err(|e| format!("`{}`: {e}", agent_dir.display()))?;
     let artifacts = artifacts::create(&agent_dir)?;
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
-    let judge = match &options.judge_model {
-        Some(model) => Some(
-            judge::JudgeModel::new(model, &manifest.agent.providers, cwd.clone())
-                .map_err(|e| format!("--judge-model: {e}"))?,
-        ),
-        None => None,
-    };
-    let suite = Arc::new(Suite {
-        agent_dir: agent_dir.clone(),
-        manifest: Arc::new(manifest.clone()),
-        model: options.model.clone(),
-        cwd,
-        judge,
-        artifacts: artifacts.clone(),
-        keep: options.keep,
-        strict: options.strict,
-        live: options.record,
-    });
+    let suite = Arc::new(suite(&agent_dir, manifest, options, artifacts.clone())?);
     let jobs = if options.jobs == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -205,23 +237,8 @@ pub fn run(
                 if done[next].len() < *runs as usize {
                     break;
                 }
-                let mut ran = std::mem::take(&mut done[next]);
-                ran.sort_by_key(|r| r.result.run);
-                let first_events = ran
-                    .first_mut()
-                    .map(|r| std::mem::take(&mut r.events))
-                    .unwrap_or_default();
-                let runs: Vec<RunResult> = ran.into_iter().map(|r| r.result).collect();
-                let passed = runs.iter().filter(|r| r.passed).count() >= *needed as usize;
-                let result = CaseResult {
-                    id: case.id.clone(),
-                    file: case.file.clone(),
-                    description: case.description.clone(),
-                    tags: case.tags.clone(),
-                    passed,
-                    needed: *needed,
-                    runs,
-                };
+                let (result, first_events) =
+                    case_result(case, std::mem::take(&mut done[next]), *needed);
                 on_case(&result);
                 if options.record {
                     events.push((case.id.clone(), first_events));

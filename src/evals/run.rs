@@ -127,30 +127,7 @@ async fn drive(
         .path()
         .canonicalize()
         .map_err(|e| format!("cannot open the temporary workspace: {e}"))?;
-    let outcome = async {
-        let (resolved, pinned) = model(suite, case)?;
-        let manifest = if pinned {
-            Arc::new(pin(&suite.manifest, &resolved.reference))
-        } else {
-            suite.manifest.clone()
-        };
-        // Tools are real in an eval: the same sandbox as `eve run`, and the agent's
-        // servers started in this run's own workspace, as `eve run` would.
-        let (setup, _) = crate::runner::session_setup_with(
-            manifest,
-            suite.agent_dir.clone(),
-            root.clone(),
-            resolved,
-            &crate::runner::RunOptions::default(),
-        )?;
-        let setup = setup
-            .with_journal(Arc::new(RunLog::create(&dir.join("session.jsonl"))?))
-            .with_stubs((!case.stubs.is_empty()).then(|| Arc::new(Stubs::new(&case.stubs))));
-        let (emitter, rx) = Emitter::channel();
-        let harness = Harness::new(setup, emitter, result.session_id.clone())?;
-        Ok::<_, String>((harness, rx))
-    }
-    .await;
+    let outcome = start(suite, case, dir, &root, &result.session_id);
     let (mut harness, mut rx) = match outcome {
         Ok(ready) => ready,
         Err(e) => {
@@ -207,57 +184,119 @@ async fn drive(
             case.timeout_secs
         ));
     }
-    if let Some(last) = turns.last() {
-        let mut usage = Usage::default();
-        for turn in &turns {
-            usage.add(&turn.usage);
-        }
-        result.steps = turns.iter().map(|t| t.steps).sum();
-        result.usage = usage.clone();
-        let observed = Observed {
-            end: last.outcome.end_reason,
-            error: last.outcome.error.as_deref(),
-            reply: &last.outcome.result,
+    if !turns.is_empty() {
+        let history = case
+            .expect
+            .judge
+            .is_some()
+            .then(|| judge::transcript(harness.history()));
+        let run = Scored {
+            turns: &turns,
             events: all_events,
-            earlier: &[],
-            steps: result.steps,
-            usage,
-            duration: elapsed,
-            workspace: &root,
+            elapsed,
+            root: &root,
         };
-        let default_end = case.expect.end.is_none().then_some("completed");
-        result
-            .checks
-            .extend(expect::check(&case.expect, &observed, default_end));
-        let mut judges: Vec<(Option<usize>, Judge, String, String)> = turns
-            .iter()
-            .enumerate()
-            .filter_map(|(n, t)| {
-                t.judge
-                    .clone()
-                    .map(|(j, c)| (Some(n + 1), j, c, t.outcome.result.clone()))
-            })
-            .collect();
-        if let Some(judge) = &case.expect.judge {
-            judges.push((
-                None,
-                judge.clone(),
-                judge::transcript(harness.history()),
-                last.outcome.result.clone(),
-            ));
-        }
-        for (turn, criteria, conversation, reply) in judges {
-            let mut check =
-                judge::judge(&criteria, suite.judge.as_ref(), &conversation, &reply).await;
-            check.turn = turn;
-            result.checks.push(check);
-        }
+        score(suite, case, &run, history, result).await;
     }
     keep(suite, workspace, result);
     match stopped {
         Some(why) => Err(why),
         None => Ok(()),
     }
+}
+
+/// What a run of a case did, for its case-wide checks.
+struct Scored<'a> {
+    turns: &'a [TurnDone],
+    events: &'a [Event],
+    elapsed: Duration,
+    root: &'a Path,
+}
+
+/// The case-wide checks of a run that played turns: the case's `[expect]` against the
+/// last turn and all events, and the judges (each turn's, then the case's on `history`,
+/// the whole conversation).
+async fn score(
+    suite: &Suite,
+    case: &Case,
+    run: &Scored<'_>,
+    history: Option<String>,
+    result: &mut RunResult,
+) {
+    let Some(last) = run.turns.last() else {
+        return;
+    };
+    let mut usage = Usage::default();
+    for turn in run.turns {
+        usage.add(&turn.usage);
+    }
+    result.steps = run.turns.iter().map(|t| t.steps).sum();
+    result.usage = usage.clone();
+    let observed = Observed {
+        end: last.outcome.end_reason,
+        error: last.outcome.error.as_deref(),
+        reply: &last.outcome.result,
+        events: run.events,
+        earlier: &[],
+        steps: result.steps,
+        usage,
+        duration: run.elapsed,
+        workspace: run.root,
+    };
+    let default_end = case.expect.end.is_none().then_some("completed");
+    result
+        .checks
+        .extend(expect::check(&case.expect, &observed, default_end));
+    let mut judges: Vec<(Option<usize>, Judge, String, String)> = run
+        .turns
+        .iter()
+        .enumerate()
+        .filter_map(|(n, t)| {
+            t.judge
+                .clone()
+                .map(|(j, c)| (Some(n + 1), j, c, t.outcome.result.clone()))
+        })
+        .collect();
+    if let (Some(judge), Some(history)) = (&case.expect.judge, history) {
+        judges.push((None, judge.clone(), history, last.outcome.result.clone()));
+    }
+    for (turn, criteria, conversation, reply) in judges {
+        let mut check = judge::judge(&criteria, suite.judge.as_ref(), &conversation, &reply).await;
+        check.turn = turn;
+        result.checks.push(check);
+    }
+}
+
+/// The harness of one run of `case`, in the workspace `root`, logging to `dir`, and
+/// the receiver of its events.
+fn start(
+    suite: &Suite,
+    case: &Case,
+    dir: &Path,
+    root: &Path,
+    session_id: &str,
+) -> Result<(Harness, tokio::sync::mpsc::UnboundedReceiver<Event>), String> {
+    let (resolved, pinned) = model(suite, case)?;
+    let manifest = if pinned {
+        Arc::new(pin(&suite.manifest, &resolved.reference))
+    } else {
+        suite.manifest.clone()
+    };
+    // Tools are real in an eval: the same sandbox as `eve run`, and the agent's
+    // servers started in this run's own workspace, as `eve run` would.
+    let (setup, _) = crate::runner::session_setup_with(
+        manifest,
+        suite.agent_dir.clone(),
+        root.to_path_buf(),
+        resolved,
+        &crate::runner::RunOptions::default(),
+    )?;
+    let setup = setup
+        .with_journal(Arc::new(RunLog::create(&dir.join("session.jsonl"))?))
+        .with_stubs((!case.stubs.is_empty()).then(|| Arc::new(Stubs::new(&case.stubs))));
+    let (emitter, rx) = Emitter::channel();
+    let harness = Harness::new(setup, emitter, session_id.to_string())?;
+    Ok((harness, rx))
 }
 
 /// Keeps the workspace when asked (`--keep`), else deletes it.
@@ -289,52 +328,11 @@ async fn turns_loop(
             return;
         }
         let started = Instant::now();
-        let outcome = match &turn.input {
-            TurnInput::Send(text) => {
-                if let Some(pending) = harness.pending() {
-                    *stopped = Some(format!(
-                        "turn {} sends a message, but the agent waits for {} (`{}`): answer it first",
-                        n + 1,
-                        waits_for(&pending.kind),
-                        pending.tool
-                    ));
-                    return;
-                }
-                harness.run_turn(text.clone(), cancel.clone()).await
-            }
-            input => {
-                let (resolution, verb) = match input {
-                    TurnInput::Answer(text) => {
-                        (Resolution::Answer { text: text.clone() }, "answers")
-                    }
-                    TurnInput::Approve => (Resolution::Approved { by: None }, "approves"),
-                    TurnInput::Deny(reason) => (
-                        Resolution::Denied {
-                            reason: reason.clone(),
-                        },
-                        "denies",
-                    ),
-                    TurnInput::Send(_) => return,
-                };
-                let Some(pending) = harness.pending() else {
-                    let before = turns.last().map_or("nothing".to_string(), |t| {
-                        t.outcome.end_reason.as_str().to_string()
-                    });
-                    *stopped = Some(format!(
-                        "turn {} {verb}, but the agent is not waiting for a person (turn {} ended {before})",
-                        n + 1,
-                        n
-                    ));
-                    return;
-                };
-                let tool = pending.tool.clone();
-                match harness.resume_turn(resolution, cancel.clone()).await {
-                    Ok(outcome) => outcome,
-                    Err(e) => {
-                        *stopped = Some(format!("turn {} {verb} `{tool}`, but {e}", n + 1));
-                        return;
-                    }
-                }
+        let outcome = match play(harness, n, &turn.input, turns.last(), cancel).await {
+            Ok(outcome) => outcome,
+            Err(why) => {
+                *stopped = Some(why);
+                return;
             }
         };
         let mut events = Vec::new();
@@ -389,6 +387,53 @@ async fn turns_loop(
             judge,
         });
     }
+}
+
+/// Plays turn `n` (from 0) of a case, after `before`: sends its message, or gives the
+/// answer it gives. `Err`: why the case stops here.
+async fn play(
+    harness: &mut Harness,
+    n: usize,
+    input: &TurnInput,
+    before: Option<&TurnDone>,
+    cancel: &CancellationToken,
+) -> Result<TurnOutcome, String> {
+    let (resolution, verb) = match input {
+        TurnInput::Send(text) => {
+            if let Some(pending) = harness.pending() {
+                return Err(format!(
+                    "turn {} sends a message, but the agent waits for {} (`{}`): answer it first",
+                    n + 1,
+                    waits_for(&pending.kind),
+                    pending.tool
+                ));
+            }
+            return Ok(harness.run_turn(text.clone(), cancel.clone()).await);
+        }
+        TurnInput::Answer(text) => (Resolution::Answer { text: text.clone() }, "answers"),
+        TurnInput::Approve => (Resolution::Approved { by: None }, "approves"),
+        TurnInput::Deny(reason) => (
+            Resolution::Denied {
+                reason: reason.clone(),
+            },
+            "denies",
+        ),
+    };
+    let Some(pending) = harness.pending() else {
+        let before = before.map_or("nothing".to_string(), |t| {
+            t.outcome.end_reason.as_str().to_string()
+        });
+        return Err(format!(
+            "turn {} {verb}, but the agent is not waiting for a person (turn {} ended {before})",
+            n + 1,
+            n
+        ));
+    };
+    let tool = pending.tool.clone();
+    harness
+        .resume_turn(resolution, cancel.clone())
+        .await
+        .map_err(|e| format!("turn {} {verb} `{tool}`, but {e}", n + 1))
 }
 
 fn waits_for(kind: &InputKind) -> &'static str {
