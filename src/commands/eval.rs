@@ -128,7 +128,7 @@ fn run_cases(
     cases: Vec<crate::manifest::eval::Case>,
     base: &str,
     on_case: impl FnMut(&evals::results::CaseResult),
-) -> anyhow::Result<Result<evals::Outcome, String>> {
+) -> anyhow::Result<Result<evals::EvalOutcome, String>> {
     let guard = agent.guard()?;
     let outcome = evals::run(&agent.dir, &agent.manifest, cases, &options(args), on_case);
     match guard.check(&agent.manifest) {
@@ -206,7 +206,7 @@ fn print_outcome(
     out: &mut impl Write,
     args: &EvalArgs,
     base: &str,
-    outcome: &evals::Outcome,
+    outcome: &evals::EvalOutcome,
 ) -> anyhow::Result<()> {
     match args.format {
         EvalFormat::Human => {
@@ -229,7 +229,7 @@ fn print_outcome(
     Ok(())
 }
 
-fn write_junit(path: &Path, outcome: &evals::Outcome) -> std::io::Result<()> {
+fn write_junit(path: &Path, outcome: &evals::EvalOutcome) -> std::io::Result<()> {
     let xml = junit::document(&outcome.summary, &outcome.results);
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     parent
@@ -239,7 +239,12 @@ fn write_junit(path: &Path, outcome: &evals::Outcome) -> std::io::Result<()> {
 
 /// `--record`: each case's file gets the replies its run recorded; the cases are
 /// checked again.
-fn record_cases(args: &EvalArgs, base: &str, files: &[(String, String)], outcome: &evals::Outcome) {
+fn record_cases(
+    args: &EvalArgs,
+    base: &str,
+    files: &[(String, String)],
+    outcome: &evals::EvalOutcome,
+) {
     for (id, events) in &outcome.events {
         let Some((_, file)) = files.iter().find(|(i, _)| i == id) else {
             continue;

@@ -32,13 +32,13 @@ pub struct Entry {
     /// How its server is confined (stdio only): `workspace-write, network on`, or why
     /// it is not.
     pub sandbox: Option<String>,
-    pub status: Status,
+    pub status: ServerStatus,
     pub tools: Vec<ToolLine>,
 }
 
 /// Whether the server started.
 #[derive(Debug, Clone)]
-pub enum Status {
+pub enum ServerStatus {
     Started {
         transport: &'static str,
         elapsed: Duration,
@@ -134,16 +134,16 @@ fn entry(
             error: Some(error),
             elapsed,
             ..
-        }) => Status::Failed {
+        }) => ServerStatus::Failed {
             elapsed: *elapsed,
             error: error.clone(),
         },
-        Some(record) => Status::Started {
+        Some(record) => ServerStatus::Started {
             transport: record.transport.unwrap_or("?"),
             elapsed: record.elapsed,
             server: record.server.clone(),
         },
-        None => Status::Failed {
+        None => ServerStatus::Failed {
             elapsed: Duration::ZERO,
             error: "it was not started: the connection file has errors".into(),
         },
@@ -213,7 +213,7 @@ impl Report {
             };
             out.push_str(&format!("{} ({}){flags}\n", entry.name, entry.transport));
             match &entry.status {
-                Status::Started {
+                ServerStatus::Started {
                     transport,
                     elapsed,
                     server,
@@ -228,7 +228,7 @@ impl Report {
                         plural(entry.tools.len(), "tool")
                     ));
                 }
-                Status::Failed { error, .. } => {
+                ServerStatus::Failed { error, .. } => {
                     out.push_str(&format!(
                         "  did not start: {}\n",
                         error.replace('\n', "\n    ")
@@ -260,7 +260,7 @@ impl Report {
             && self
                 .connections
                 .iter()
-                .all(|c| matches!(c.status, Status::Started { .. }))
+                .all(|c| matches!(c.status, ServerStatus::Started { .. }))
     }
 }
 

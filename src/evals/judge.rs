@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use super::results::{Check, Status};
+use super::results::{Check, CheckStatus};
 use crate::manifest::Provider;
 use crate::manifest::eval::Judge;
 use crate::protocol::Message;
@@ -94,7 +94,7 @@ pub async fn judge(
     let check = Check::new("expect.judge", false).expected(format!("meets: {}", judge.criteria));
     let Some(model) = model else {
         let mut check = check.actual("not judged: no --judge-model given");
-        check.status = Status::Skipped;
+        check.status = CheckStatus::Skipped;
         return check;
     };
     let resolved = match crate::providers::resolve(
@@ -107,9 +107,9 @@ pub async fn judge(
         Err(e) => {
             let mut check = check.actual(format!("the judge could not start: {e}"));
             check.status = if judge.gate {
-                Status::Failed
+                CheckStatus::Failed
             } else {
-                Status::Soft
+                CheckStatus::Soft
             };
             return check;
         }
@@ -133,9 +133,9 @@ pub async fn judge(
     };
     let mut check = check.actual(actual);
     check.status = match (passed, judge.gate) {
-        (true, _) => Status::Passed,
-        (false, true) => Status::Failed,
-        (false, false) => Status::Soft,
+        (true, _) => CheckStatus::Passed,
+        (false, true) => CheckStatus::Failed,
+        (false, false) => CheckStatus::Soft,
     };
     check
 }

@@ -99,7 +99,7 @@ fn selects(filter: &str, id: &str) -> bool {
 
 /// What an eval run produced.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct EvalOutcome {
     pub results: Vec<CaseResult>,
     pub summary: Summary,
     /// The events of each case's first run, by case id (for `--record`).
@@ -180,7 +180,7 @@ pub fn run(
     cases: Vec<Case>,
     options: &Options,
     mut on_case: impl FnMut(&CaseResult),
-) -> Result<Outcome, String> {
+) -> Result<EvalOutcome, String> {
     let started = Instant::now();
     let agent_dir = agent_dir
         .canonicalize()
@@ -258,7 +258,7 @@ pub fn run(
         crate::compiler::inputs::slash_path(&shown),
     );
     artifacts::write(&artifacts, &summary, &results)?;
-    Ok(Outcome {
+    Ok(EvalOutcome {
         results,
         summary,
         events,

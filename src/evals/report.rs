@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::results::{CaseResult, Check, Status, Summary};
+use super::results::{CaseResult, Check, CheckStatus, Summary};
 use crate::console::lines::{format_duration, thousands};
 
 /// `✓ fix-typo   3 steps   12 ms`; `width` aligns the ids.
@@ -53,12 +53,12 @@ pub fn kept_lines(case: &CaseResult) -> Vec<String> {
         .collect()
 }
 
-fn mark(status: Status) -> &'static str {
+fn mark(status: CheckStatus) -> &'static str {
     match status {
-        Status::Passed => "✓",
-        Status::Failed => "✗",
-        Status::Soft => "~",
-        Status::Skipped => "-",
+        CheckStatus::Passed => "✓",
+        CheckStatus::Failed => "✗",
+        CheckStatus::Soft => "~",
+        CheckStatus::Skipped => "-",
     }
 }
 

@@ -8,7 +8,7 @@ use crate::protocol::Usage;
 /// How one expectation came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum CheckStatus {
     Passed,
     Failed,
     /// Failed, but only a soft expectation (a judge without `gate`): the case passes
@@ -26,7 +26,7 @@ pub struct Check {
     pub turn: Option<usize>,
     /// The key, as written: `expect.tools.sequence`.
     pub expectation: String,
-    pub status: Status,
+    pub status: CheckStatus,
     pub expected: String,
     pub actual: String,
     /// A unified diff of expected and actual text, when both are text.
@@ -43,9 +43,9 @@ impl Check {
             turn: None,
             expectation: expectation.into(),
             status: if passed {
-                Status::Passed
+                CheckStatus::Passed
             } else {
-                Status::Failed
+                CheckStatus::Failed
             },
             expected: String::new(),
             actual: String::new(),
@@ -109,7 +109,9 @@ pub struct RunResult {
 impl RunResult {
     /// The checks that did not pass, in order.
     pub fn problems(&self) -> impl Iterator<Item = &Check> {
-        self.checks.iter().filter(|c| c.status != Status::Passed)
+        self.checks
+            .iter()
+            .filter(|c| c.status != CheckStatus::Passed)
     }
 }
 
@@ -148,7 +150,7 @@ impl CaseResult {
         self.runs
             .iter()
             .flat_map(|r| &r.checks)
-            .filter(|c| c.status == Status::Skipped)
+            .filter(|c| c.status == CheckStatus::Skipped)
             .count()
     }
 
@@ -157,7 +159,7 @@ impl CaseResult {
         self.runs
             .iter()
             .flat_map(|r| &r.checks)
-            .filter(|c| c.status == Status::Soft)
+            .filter(|c| c.status == CheckStatus::Soft)
             .count()
     }
 }

@@ -12,7 +12,7 @@ use super::expect;
 use super::journal::RunLog;
 use super::judge::{self, JudgeModel};
 use super::observed::Observed;
-use super::results::{Check, RunResult, Status};
+use super::results::{Check, CheckStatus, RunResult};
 use super::workspace;
 use crate::harness::{Emitter, Harness};
 use crate::manifest::Manifest;
@@ -94,9 +94,9 @@ pub async fn run_once(suite: Arc<Suite>, case: Arc<Case>, run: u32) -> Ran {
     result.duration_ms = started.elapsed().as_millis() as u64;
     result.passed = result.error.is_none()
         && result.checks.iter().all(|c| match c.status {
-            Status::Passed | Status::Skipped => true,
-            Status::Soft => !suite.strict,
-            Status::Failed => false,
+            CheckStatus::Passed | CheckStatus::Skipped => true,
+            CheckStatus::Soft => !suite.strict,
+            CheckStatus::Failed => false,
         });
     let mut ndjson = String::new();
     for event in &events {
