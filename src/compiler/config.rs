@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::AgentToml;
+use super::shape::agent::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_THRESHOLD};
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
 use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef, suggestion};
@@ -15,15 +16,6 @@ use crate::text::userinfo;
 
 /// The model used when neither `agent.toml` nor a parent agent names one.
 pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
-
-/// The context window assumed when `agent.toml` does not give one.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
-
-/// The most output tokens a model call asks for by default, on a large enough window.
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
-
-/// The compaction threshold by default, when the window leaves room for it.
-pub const DEFAULT_THRESHOLD: f64 = 0.9;
 
 /// What a subagent takes from its parent when its own `agent.toml` is silent.
 #[derive(Debug, Clone)]

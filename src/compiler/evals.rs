@@ -10,6 +10,7 @@ use toml_edit::Item;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
+use super::shape::eval::END_REASONS;
 use super::source::SourceFile;
 use super::toml_reader::{self, Spanned, TableReader, TomlFile};
 use crate::manifest::Manifest;
@@ -20,16 +21,6 @@ use crate::manifest::eval::{
 use crate::manifest::script::{CALL_FIELDS, REPLY_FIELDS, Reply};
 use crate::protocol::event::EVENT_TYPES;
 use crate::suggest;
-
-/// The end reasons a case can expect.
-pub const END_REASONS: &[&str] = &[
-    "completed",
-    "waiting",
-    "max_steps",
-    "max_tokens",
-    "max_input_tokens",
-    "error",
-];
 
 /// Whether a case id's segment is valid: letters, digits, `.`, `_` and `-`, starting
 /// with a letter or digit (ids name folders of the artifacts and JUnit test cases).
