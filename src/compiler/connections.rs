@@ -9,17 +9,14 @@ use sha2::{Digest, Sha256};
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
 use super::listing::Known;
+use super::shape::connection::{CALL_TIMEOUT_SECS, STARTUP_TIMEOUT_SECS};
 use super::source::SourceFile;
+use super::templates::check_template;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
 use crate::compiler::connection_tools::{self, Pattern};
 use crate::manifest::connection::{Connection, Listing, ToolOverride, Transport};
 use crate::manifest::{Approval, Tool};
 use crate::suggest;
-
-/// `startup_timeout_secs` when the file does not set it.
-pub const STARTUP_TIMEOUT_SECS: u64 = 30;
-/// `timeout_secs` when the file does not set it.
-pub const CALL_TIMEOUT_SECS: u64 = 120;
 
 /// Headers eve's MCP client sets itself.
 pub const RESERVED_HEADERS: &[&str] = &[
@@ -248,12 +245,12 @@ fn read_stdio(
     }
     for arg in &command {
         ok &= no_reference(toml, "command", arg);
-        ok &= super::tools::check_template(toml, "command", arg, &["agent_dir", "workspace"]);
+        ok &= check_template(toml, "command", arg, &["agent_dir", "workspace"]);
     }
     let cwd = root.string("cwd");
     if let Some(cwd) = &cwd {
         ok &= no_reference(toml, "cwd", cwd);
-        ok &= super::tools::check_template(toml, "cwd", cwd, &["agent_dir", "workspace"]);
+        ok &= check_template(toml, "cwd", cwd, &["agent_dir", "workspace"]);
     }
     let env = read_values(root, "env", super::config::is_env_name);
     let sandbox = root.bool("sandbox").is_none_or(|b| b.value);

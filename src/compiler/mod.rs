@@ -16,6 +16,7 @@ pub mod schema;
 pub mod shape;
 pub mod skills;
 pub mod source;
+mod templates;
 pub mod toml_reader;
 pub mod tools;
 

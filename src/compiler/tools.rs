@@ -7,18 +7,14 @@ use super::config::Config;
 use super::connections::RoutedOverride;
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
+use super::shape::tool::{CUSTOM_TOOL_TIMEOUT_SECS, HTTP_METHODS};
 use super::source::SourceFile;
+use super::templates::check_template;
 use super::toml_reader::{self, Spanned, TableReader, TomlFile};
 use crate::catalog::{Availability, BuiltinTool, Catalog, SettingKind};
 use crate::manifest::connection::ToolOverride;
 use crate::manifest::{Api, Approval, Executor, Tool, ToolSource};
 use crate::suggest;
-
-/// Timeout of a custom tool that does not set `timeout_secs`.
-pub const CUSTOM_TOOL_TIMEOUT_SECS: u64 = 60;
-
-/// The methods an HTTP tool may use.
-pub const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
 /// Whether a name is a valid tool slug: `^[a-z][a-z0-9_]{0,63}$`.
 pub fn is_valid_slug(name: &str) -> bool {
@@ -786,52 +782,6 @@ fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
         }),
         _ => None,
     }
-}
-
-/// Checks that a tool template parses and uses only the variables tool templates get.
-pub(super) fn check_template(
-    toml: &TomlFile,
-    key: &str,
-    value: &Spanned<String>,
-    allowed: &[&str],
-) -> bool {
-    let env = minijinja::Environment::new();
-    let template = match env.template_from_str(&value.value) {
-        Ok(t) => t,
-        Err(e) => {
-            toml.error(
-                code::TOOL_TEMPLATE,
-                format!(
-                    "`{key}` is not a valid template: {}",
-                    e.detail().unwrap_or("syntax error")
-                ),
-                value.span.clone(),
-            );
-            return false;
-        }
-    };
-    let globals: Vec<&str> = env.globals().map(|(name, _)| name).collect();
-    let mut unknown: Vec<String> = template
-        .undeclared_variables(false)
-        .into_iter()
-        .filter(|v| !allowed.contains(&v.as_str()) && !globals.contains(&v.as_str()))
-        .collect();
-    unknown.sort();
-    for name in &unknown {
-        toml.report(
-            Diagnostic::error(
-                code::TOOL_TEMPLATE,
-                format!("`{key}` uses undefined variable `{name}`"),
-            )
-            .at(&toml.src, value.span.clone())
-            .note(format!(
-                "tool templates can use {}",
-                toml_reader::list(allowed)
-            ))
-            .suggest(suggest::closest(name, allowed.iter().copied())),
-        );
-    }
-    unknown.is_empty()
 }
 
 fn suggest_slug(slug: &str) -> String {
