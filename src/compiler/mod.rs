@@ -11,6 +11,7 @@ pub mod executed;
 pub mod inputs;
 pub mod instructions;
 pub mod listing;
+mod loaded;
 pub mod render;
 pub mod schema;
 pub mod shape;

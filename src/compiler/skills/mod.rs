@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::cache::KeptDiagnostic;
 use super::diagnostic::{Diagnostic, Diagnostics, code};
-use super::inputs::{Loaded, SkillFile, sha256};
+use super::loaded::{Loaded, sha256};
 use super::source::SourceFile;
 use crate::manifest::Skill;
 
@@ -380,6 +380,19 @@ fn fix_name(name: &str) -> String {
     } else {
         fixed.chars().take(64).collect()
     }
+}
+
+/// One entry of `skills/`.
+#[derive(Debug, Clone)]
+pub enum SkillFile {
+    /// `skills/<name>.md`
+    Flat { name: String, file: Loaded },
+    /// `skills/<name>/SKILL.md` and its other files (relative to the agent directory).
+    Package {
+        name: String,
+        file: Loaded,
+        resources: Vec<String>,
+    },
 }
 
 impl SkillFile {
