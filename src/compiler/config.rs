@@ -148,8 +148,43 @@ fn read_agent(
     inherited: Option<&Inherited>,
     agent_dir: &std::path::Path,
 ) -> bool {
+    read_identity(root, &mut config.agent);
+    let declared = read_providers(root, &mut config.agent);
+    let model_written = read_model(root, config, &declared, inherited, agent_dir);
+    // A subagent that inherits its parent's model inherits that model's window too.
+    let parent = inherited.filter(|_| !model_written);
+    let max_output_written = read_limits(root, &mut config.agent.limits, parent);
+    read_compaction(root, &mut config.agent, &declared, agent_dir);
+    read_workspace(root, &mut config.agent.workspace);
+    if let Some(mut sandbox) = root.table("sandbox") {
+        if inherited.is_some() {
+            let toml = root.file();
+            toml.report(
+                Diagnostic::warning(
+                    code::SUBAGENT_SANDBOX,
+                    "a subagent's `[sandbox]` has no effect",
+                )
+                .at(&toml.src, root.key_span("sandbox"))
+                .note("a subagent runs in the session of its parent, under the parent's sandbox"),
+            );
+        }
+        let agent = &mut config.agent;
+        read_sandbox(&mut sandbox, &mut agent.sandbox, &agent.workspace.root);
+        sandbox.finish();
+    }
+    read_instructions_env(root, config);
+    if let Some(mut skills) = root.table("skills") {
+        if let Some(defer) = skills.bool("defer") {
+            config.defer_skills = defer.value;
+        }
+        skills.finish();
+    }
+    max_output_written
+}
+
+/// `name`, `description`, `mode` and `default_tools`.
+fn read_identity(root: &mut TableReader<'_>, agent: &mut Agent) {
     let toml = root.file();
-    let agent = &mut config.agent;
     if let Some(name) = root.string("name") {
         if name.value.trim().is_empty() || name.value.chars().count() > 64 {
             toml.error(
@@ -187,7 +222,11 @@ fn read_agent(
     if let Some(default_tools) = root.bool("default_tools") {
         agent.default_tools = default_tools.value;
     }
+}
 
+/// `[providers.NAME]`: the providers that read without errors go into `agent`; returns
+/// every name declared, valid or not (a model naming one is not "unknown").
+fn read_providers(root: &mut TableReader<'_>, agent: &mut Agent) -> Vec<String> {
     let mut declared: Vec<String> = Vec::new();
     if let Some(mut providers) = root.table("providers") {
         for (name, item) in providers.entries() {
@@ -201,13 +240,26 @@ fn read_agent(
         }
         providers.finish();
     }
+    declared
+}
 
+/// `model`, and the wire protocol it speaks; required at the top level, a subagent's
+/// otherwise is its parent's. Returns whether it is written.
+fn read_model(
+    root: &mut TableReader<'_>,
+    config: &mut Config,
+    declared: &[String],
+    inherited: Option<&Inherited>,
+    agent_dir: &std::path::Path,
+) -> bool {
+    let toml = root.file();
+    let agent = &mut config.agent;
     let model = root.string("model");
-    let model_written = model.as_ref().map(|m| m.value.clone());
+    let written = model.is_some();
     match model {
         Some(model) => {
             if let Some((text, api)) =
-                check_model(toml, &model, &agent.providers, &declared, agent_dir)
+                check_model(toml, &model, &agent.providers, declared, agent_dir)
             {
                 agent.model = text;
                 config.api = api;
@@ -220,14 +272,17 @@ fn read_agent(
         ),
         None => config.api = api_of(&agent.model, &agent.providers),
     }
+    written
+}
 
-    // A subagent that inherits its parent's model inherits that model's window too.
-    let model_inherited = model_written.is_none();
-    let parent = inherited.filter(|_| model_inherited);
+/// `[limits]`, with the window and `max_output_tokens` settled against each other and
+/// against `parent`'s (the parent whose model this agent inherits). Returns whether
+/// `max_output_tokens` is written.
+fn read_limits(root: &mut TableReader<'_>, l: &mut Limits, parent: Option<&Inherited>) -> bool {
+    let toml = root.file();
     let mut window = None;
     let mut max_output = None;
     if let Some(mut limits) = root.table("limits") {
-        let l = &mut agent.limits;
         if let Some(v) = limits.positive_int("max_steps") {
             l.max_steps = v.value;
         }
@@ -242,8 +297,19 @@ fn read_agent(
         limits.finish();
     }
     let max_output_written = max_output.is_some();
-    set_window(toml, &mut agent.limits, window, max_output, parent);
+    set_window(toml, l, window, max_output, parent);
+    max_output_written
+}
 
+/// `[compaction]`; without a written `threshold_percent`, the one the limits leave room
+/// for ([`derived_threshold`]).
+fn read_compaction(
+    root: &mut TableReader<'_>,
+    agent: &mut Agent,
+    declared: &[String],
+    agent_dir: &std::path::Path,
+) {
+    let toml = root.file();
     let mut threshold_written = false;
     if let Some(mut compaction) = root.table("compaction") {
         if let Some(t) = compaction.number("threshold_percent") {
@@ -266,7 +332,7 @@ fn read_agent(
         }
         if let Some(model) = compaction.string("model")
             && let Some((text, _)) =
-                check_model(toml, &model, &agent.providers, &declared, agent_dir)
+                check_model(toml, &model, &agent.providers, declared, agent_dir)
         {
             agent.compaction.model = Some(text);
         }
@@ -276,9 +342,13 @@ fn read_agent(
         agent.compaction.threshold_percent =
             derived_threshold(agent.limits.context_window, agent.limits.max_output_tokens);
     }
+}
 
-    if let Some(mut workspace) = root.table("workspace") {
-        if let Some(dir) = workspace.string("root") {
+/// `[workspace]`: `root` and `agent_writable`.
+fn read_workspace(root: &mut TableReader<'_>, workspace: &mut Workspace) {
+    let toml = root.file();
+    if let Some(mut table) = root.table("workspace") {
+        if let Some(dir) = table.string("root") {
             if dir.value.trim().is_empty() {
                 toml.error(
                     code::INVALID_VALUE,
@@ -286,30 +356,20 @@ fn read_agent(
                     dir.span,
                 );
             } else {
-                agent.workspace.root = dir.value;
+                workspace.root = dir.value;
             }
         }
-        if let Some(writable) = workspace.bool("agent_writable") {
-            agent.workspace.agent_writable = writable.value;
+        if let Some(writable) = table.bool("agent_writable") {
+            workspace.agent_writable = writable.value;
         }
-        workspace.finish();
+        table.finish();
     }
+}
 
-    if let Some(mut sandbox) = root.table("sandbox") {
-        if inherited.is_some() {
-            toml.report(
-                Diagnostic::warning(
-                    code::SUBAGENT_SANDBOX,
-                    "a subagent's `[sandbox]` has no effect",
-                )
-                .at(&toml.src, root.key_span("sandbox"))
-                .note("a subagent runs in the session of its parent, under the parent's sandbox"),
-            );
-        }
-        read_sandbox(&mut sandbox, &mut agent.sandbox, &agent.workspace.root);
-        sandbox.finish();
-    }
-
+/// `[instructions] env`: the variables the instructions may read, sorted, each also
+/// kept with the error to report if it names a provider key ([`Config::env_key_errors`]).
+fn read_instructions_env(root: &mut TableReader<'_>, config: &mut Config) {
+    let toml = root.file();
     if let Some(mut instructions) = root.table("instructions") {
         if let Some(env) = instructions.string_array("env") {
             for var in env {
@@ -333,14 +393,6 @@ fn read_agent(
         }
         instructions.finish();
     }
-
-    if let Some(mut skills) = root.table("skills") {
-        if let Some(defer) = skills.bool("defer") {
-            config.defer_skills = defer.value;
-        }
-        skills.finish();
-    }
-    max_output_written
 }
 
 /// `[sandbox]`: the mode, the network switch, extra writable folders (which must exist,
