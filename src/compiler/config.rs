@@ -562,41 +562,70 @@ fn set_window(
     }
 }
 
+/// `[providers.NAME]`: a provider, unless something in it is wrong (reported).
 fn read_provider(
     name: &str,
     table: &mut TableReader<'_>,
     parent: &TableReader<'_>,
 ) -> Option<Provider> {
-    let toml = table.file();
-    let mut ok = true;
+    let mut ok = check_provider_name(name, table.file(), parent);
+    ok &= refuse_api_key(name, table);
+    let api = read_api(table);
+    let base_url = read_base_url(name, table, parent);
+    let api_key_env = read_api_key_env(table);
+    let (Some(api), Some(base_url), Ok(api_key_env)) = (api, base_url, api_key_env) else {
+        return None;
+    };
+    ok.then_some(Provider {
+        api,
+        base_url,
+        api_key_env,
+    })
+}
+
+/// Whether a provider's name is usable in `NAME/model`: not empty, no `/`, `:` or spaces.
+fn check_provider_name(name: &str, toml: &TomlFile, parent: &TableReader<'_>) -> bool {
     if name.is_empty() || name.contains(['/', ':']) || name.chars().any(char::is_whitespace) {
         toml.error(
             code::INVALID_VALUE,
             format!("provider name `{name}` must not contain `/`, `:` or spaces"),
             parent.key_span(name),
         );
-        ok = false;
+        return false;
     }
-    if table.contains("api_key") {
-        // Never echo the line: it holds a secret.
-        toml.report(
-            Diagnostic::error(
-                code::UNKNOWN_KEY,
-                format!("`providers.{name}.api_key` is not allowed: keys never go in files"),
-            )
-            .file(toml.src.path.clone())
-            .help(format!(
-                "put the key in an environment variable and name it: `api_key_env = \"{}_API_KEY\"`",
-                name.to_uppercase().replace('-', "_")
-            )),
-        );
-        table.handled("api_key");
-        ok = false;
+    true
+}
+
+/// An `api_key` in the file is an error (keys never go in files); returns whether there
+/// is none.
+fn refuse_api_key(name: &str, table: &mut TableReader<'_>) -> bool {
+    if !table.contains("api_key") {
+        return true;
     }
-    let api = match table.string("api") {
-        None => Api::Openai,
-        Some(Spanned { value, .. }) if value == "openai" => Api::Openai,
-        Some(Spanned { value, .. }) if value == "anthropic" => Api::Anthropic,
+    let toml = table.file();
+    // Never echo the line: it holds a secret.
+    toml.report(
+        Diagnostic::error(
+            code::UNKNOWN_KEY,
+            format!("`providers.{name}.api_key` is not allowed: keys never go in files"),
+        )
+        .file(toml.src.path.clone())
+        .help(format!(
+            "put the key in an environment variable and name it: `api_key_env = \"{}_API_KEY\"`",
+            name.to_uppercase().replace('-', "_")
+        )),
+    );
+    table.handled("api_key");
+    false
+}
+
+/// `api`: `openai` when not written; `None` when it is not a known one (reported).
+fn read_api(table: &mut TableReader<'_>) -> Option<Api> {
+    let toml = table.file();
+    match table.string("api") {
+        None => Some(Api::Openai),
+        Some(Spanned { value, .. }) if value == "openai" => Some(Api::Openai),
+        Some(Spanned { value, .. }) if value == "anthropic" => Some(Api::Anthropic),
         Some(api) => {
             toml.report(
                 Diagnostic::error(
@@ -610,11 +639,20 @@ fn read_provider(
                     super::shape::agent::APIS.iter().copied(),
                 )),
             );
-            ok = false;
-            Api::Openai
+            None
         }
-    };
-    let base_url = match table.string("base_url") {
+    }
+}
+
+/// `base_url`, required, an `http://` or `https://` URL without credentials, written
+/// without its trailing `/`.
+fn read_base_url(
+    name: &str,
+    table: &mut TableReader<'_>,
+    parent: &TableReader<'_>,
+) -> Option<String> {
+    let toml = table.file();
+    match table.string("base_url") {
         Some(url) if userinfo(&url.value).is_some() => {
             // Never echo the line or the URL: they hold a secret.
             toml.report(
@@ -656,26 +694,25 @@ fn read_provider(
             );
             None
         }
-    };
-    let api_key_env = match table.string("api_key_env") {
-        Some(var) if is_env_name(&var.value) => Some(var.value),
+    }
+}
+
+/// `api_key_env`: the variable that holds the key, if written; `Err` when it is not an
+/// environment variable name (reported).
+fn read_api_key_env(table: &mut TableReader<'_>) -> Result<Option<String>, ()> {
+    let toml = table.file();
+    match table.string("api_key_env") {
+        Some(var) if is_env_name(&var.value) => Ok(Some(var.value)),
         Some(var) => {
             toml.error(
                 code::INVALID_VALUE,
                 format!("`{}` is not an environment variable name", var.value),
                 var.span,
             );
-            ok = false;
-            None
+            Err(())
         }
-        None => None,
-    };
-    let base_url = base_url?;
-    ok.then_some(Provider {
-        api,
-        base_url,
-        api_key_env,
-    })
+        None => Ok(None),
+    }
 }
 
 /// Validates a model reference; returns its canonical text and wire protocol.
