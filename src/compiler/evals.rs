@@ -136,31 +136,10 @@ fn read_case(
     root: &mut TableReader<'_>,
 ) -> Option<Case> {
     let toml = root.file();
-    let mut ok = true;
-    let replies = if root.contains("reply") {
-        root.tables("reply").map(|tables| {
-            tables
-                .into_iter()
-                .enumerate()
-                .filter_map(|(n, t)| read_reply(n, t, agent))
-                .collect::<Vec<_>>()
-        })
-    } else {
-        None
-    };
+    let replies = read_replies(root, agent);
     let scope = Scope {
         agent,
-        scripted: replies.as_ref().map(|replies| {
-            let calls = || replies.iter().flat_map(|r| r.tool_calls.iter());
-            Scripted {
-                tools: calls().map(|c| c.name.clone()).collect(),
-                skills: calls()
-                    .filter(|c| c.name == "load_skill")
-                    .filter_map(|c| c.input.get("name").and_then(Value::as_str))
-                    .map(str::to_string)
-                    .collect(),
-            }
-        }),
+        scripted: replies.as_deref().map(scripted),
     };
     let description = root.string("description").map(|d| d.value);
     let tags = root
@@ -187,8 +166,70 @@ fn read_case(
         .map(|t| read_expect(t, &scope))
         .unwrap_or_default();
 
+    let turns = case_turns(root, prompt, turn_tables, &scope);
+    let model = case_model(toml, model, replies.is_some(), agent);
+    let repeat_n = repeat.as_ref().map_or(1, |r| r.value);
+    let pass_n = pass_count(toml, pass.as_ref(), repeat_n);
+    let turns = turns?;
+    let workspace = workspace?;
+    let (Ok(model), Some(pass_n)) = (model, pass_n) else {
+        return None;
+    };
+    let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    Some(Case {
+        id: id.to_string(),
+        file: file.path.clone(),
+        description,
+        tags,
+        turns,
+        expect,
+        workspace,
+        replies,
+        stubs,
+        repeat: clamp(repeat_n),
+        pass: clamp(pass_n),
+        timeout_secs,
+        model,
+    })
+}
+
+/// `[[reply]]`: the scripted model's replies, if the case has any (the valid ones).
+fn read_replies(root: &mut TableReader<'_>, agent: &Agent<'_>) -> Option<Vec<Reply>> {
+    if !root.contains("reply") {
+        return None;
+    }
+    root.tables("reply").map(|tables| {
+        tables
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, t)| read_reply(n, t, agent))
+            .collect::<Vec<_>>()
+    })
+}
+
+/// The tools the scripted replies call and the skills they load.
+fn scripted(replies: &[Reply]) -> Scripted {
+    let calls = || replies.iter().flat_map(|r| r.tool_calls.iter());
+    Scripted {
+        tools: calls().map(|c| c.name.clone()).collect(),
+        skills: calls()
+            .filter(|c| c.name == "load_skill")
+            .filter_map(|c| c.input.get("name").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
+    }
+}
+
+/// The case's turns: one from `prompt`, or the `[[turn]]` tables; exactly one of the two.
+fn case_turns(
+    root: &TableReader<'_>,
+    prompt: Option<Spanned<String>>,
+    turn_tables: Option<Vec<TableReader<'_>>>,
+    scope: &Scope<'_, '_>,
+) -> Option<Vec<Turn>> {
+    let toml = root.file();
     let case_span = root.keys().first().and_then(|k| root.key_span(k));
-    let turns = match (prompt, turn_tables) {
+    match (prompt, turn_tables) {
         (Some(_), Some(_)) => {
             toml.report(
                 Diagnostic::error(
@@ -212,9 +253,23 @@ fn read_case(
             input: TurnInput::Send(prompt.value),
             expect: Expect::default(),
         }]),
-        (None, Some(tables)) => read_turns(root, tables, &scope),
+        (None, Some(tables)) => read_turns(root, tables, scope),
+    }
+}
+
+/// `model`, checked against the agent's providers: the model the case runs on instead
+/// of the agent's, if written. `Err` (reported) when it is not valid or the case is
+/// scripted (`scripted`: it has `[[reply]]`).
+fn case_model(
+    toml: &TomlFile,
+    model: Option<Spanned<String>>,
+    scripted: bool,
+    agent: &Agent<'_>,
+) -> Result<Option<String>, ()> {
+    let Some(model) = model else {
+        return Ok(None);
     };
-    if let (Some(model), Some(_)) = (&model, &replies) {
+    if scripted {
         toml.report(
             Diagnostic::error(
                 code::INVALID_VALUE,
@@ -223,29 +278,25 @@ fn read_case(
             .at(&toml.src, model.span.clone())
             .help("remove `model`, or remove the replies to run the case on that model"),
         );
-        ok = false;
+        return Err(());
     }
-    let model = match model {
-        Some(model) if ok => {
-            let declared: Vec<String> = agent.manifest.agent.providers.keys().cloned().collect();
-            match super::config::check_model(
-                toml,
-                &model,
-                &agent.manifest.agent.providers,
-                &declared,
-                agent.root,
-            ) {
-                Some((text, _)) => Some(text),
-                None => {
-                    ok = false;
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
-    let repeat_n = repeat.as_ref().map_or(1, |r| r.value);
-    let pass_n = match &pass {
+    let declared: Vec<String> = agent.manifest.agent.providers.keys().cloned().collect();
+    match super::config::check_model(
+        toml,
+        &model,
+        &agent.manifest.agent.providers,
+        &declared,
+        agent.root,
+    ) {
+        Some((text, _)) => Ok(Some(text)),
+        None => Err(()),
+    }
+}
+
+/// How many of the `repeat_n` runs must pass: `pass`, at most `repeat_n`, which it is
+/// when not written; `None` (reported) when it is more.
+fn pass_count(toml: &TomlFile, pass: Option<&Spanned<u64>>, repeat_n: u64) -> Option<u64> {
+    match pass {
         Some(pass) if pass.value > repeat_n => {
             toml.report(
                 Diagnostic::error(
@@ -258,30 +309,11 @@ fn read_case(
                 .at(&toml.src, pass.span.clone())
                 .note("`pass` is how many of the `repeat` runs must pass"),
             );
-            ok = false;
-            repeat_n
+            None
         }
-        Some(pass) => pass.value,
-        None => repeat_n,
-    };
-    let turns = turns?;
-    let workspace = workspace?;
-    let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-    ok.then(|| Case {
-        id: id.to_string(),
-        file: file.path.clone(),
-        description,
-        tags,
-        turns,
-        expect,
-        workspace,
-        replies,
-        stubs,
-        repeat: clamp(repeat_n),
-        pass: clamp(pass_n),
-        timeout_secs,
-        model,
-    })
+        Some(pass) => Some(pass.value),
+        None => Some(repeat_n),
+    }
 }
 
 fn read_turns(
