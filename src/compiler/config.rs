@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::AgentToml;
+use super::shape::agent::{DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_THRESHOLD};
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
 use crate::manifest::model::{BUILTIN_PROVIDERS, ModelRef, suggestion};
@@ -15,15 +16,6 @@ use crate::text::userinfo;
 
 /// The model used when neither `agent.toml` nor a parent agent names one.
 pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
-
-/// The context window assumed when `agent.toml` does not give one.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
-
-/// The most output tokens a model call asks for by default, on a large enough window.
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
-
-/// The compaction threshold by default, when the window leaves room for it.
-pub const DEFAULT_THRESHOLD: f64 = 0.9;
 
 /// What a subagent takes from its parent when its own `agent.toml` is silent.
 #[derive(Debug, Clone)]
@@ -156,8 +148,43 @@ fn read_agent(
     inherited: Option<&Inherited>,
     agent_dir: &std::path::Path,
 ) -> bool {
+    read_identity(root, &mut config.agent);
+    let declared = read_providers(root, &mut config.agent);
+    let model_written = read_model(root, config, &declared, inherited, agent_dir);
+    // A subagent that inherits its parent's model inherits that model's window too.
+    let parent = inherited.filter(|_| !model_written);
+    let max_output_written = read_limits(root, &mut config.agent.limits, parent);
+    read_compaction(root, &mut config.agent, &declared, agent_dir);
+    read_workspace(root, &mut config.agent.workspace);
+    if let Some(mut sandbox) = root.table("sandbox") {
+        if inherited.is_some() {
+            let toml = root.file();
+            toml.report(
+                Diagnostic::warning(
+                    code::SUBAGENT_SANDBOX,
+                    "a subagent's `[sandbox]` has no effect",
+                )
+                .at(&toml.src, root.key_span("sandbox"))
+                .note("a subagent runs in the session of its parent, under the parent's sandbox"),
+            );
+        }
+        let agent = &mut config.agent;
+        read_sandbox(&mut sandbox, &mut agent.sandbox, &agent.workspace.root);
+        sandbox.finish();
+    }
+    read_instructions_env(root, config);
+    if let Some(mut skills) = root.table("skills") {
+        if let Some(defer) = skills.bool("defer") {
+            config.defer_skills = defer.value;
+        }
+        skills.finish();
+    }
+    max_output_written
+}
+
+/// `name`, `description`, `mode` and `default_tools`.
+fn read_identity(root: &mut TableReader<'_>, agent: &mut Agent) {
     let toml = root.file();
-    let agent = &mut config.agent;
     if let Some(name) = root.string("name") {
         if name.value.trim().is_empty() || name.value.chars().count() > 64 {
             toml.error(
@@ -195,7 +222,11 @@ fn read_agent(
     if let Some(default_tools) = root.bool("default_tools") {
         agent.default_tools = default_tools.value;
     }
+}
 
+/// `[providers.NAME]`: the providers that read without errors go into `agent`; returns
+/// every name declared, valid or not (a model naming one is not "unknown").
+fn read_providers(root: &mut TableReader<'_>, agent: &mut Agent) -> Vec<String> {
     let mut declared: Vec<String> = Vec::new();
     if let Some(mut providers) = root.table("providers") {
         for (name, item) in providers.entries() {
@@ -209,13 +240,26 @@ fn read_agent(
         }
         providers.finish();
     }
+    declared
+}
 
+/// `model`, and the wire protocol it speaks; required at the top level, a subagent's
+/// otherwise is its parent's. Returns whether it is written.
+fn read_model(
+    root: &mut TableReader<'_>,
+    config: &mut Config,
+    declared: &[String],
+    inherited: Option<&Inherited>,
+    agent_dir: &std::path::Path,
+) -> bool {
+    let toml = root.file();
+    let agent = &mut config.agent;
     let model = root.string("model");
-    let model_written = model.as_ref().map(|m| m.value.clone());
+    let written = model.is_some();
     match model {
         Some(model) => {
             if let Some((text, api)) =
-                check_model(toml, &model, &agent.providers, &declared, agent_dir)
+                check_model(toml, &model, &agent.providers, declared, agent_dir)
             {
                 agent.model = text;
                 config.api = api;
@@ -228,14 +272,17 @@ fn read_agent(
         ),
         None => config.api = api_of(&agent.model, &agent.providers),
     }
+    written
+}
 
-    // A subagent that inherits its parent's model inherits that model's window too.
-    let model_inherited = model_written.is_none();
-    let parent = inherited.filter(|_| model_inherited);
+/// `[limits]`, with the window and `max_output_tokens` settled against each other and
+/// against `parent`'s (the parent whose model this agent inherits). Returns whether
+/// `max_output_tokens` is written.
+fn read_limits(root: &mut TableReader<'_>, l: &mut Limits, parent: Option<&Inherited>) -> bool {
+    let toml = root.file();
     let mut window = None;
     let mut max_output = None;
     if let Some(mut limits) = root.table("limits") {
-        let l = &mut agent.limits;
         if let Some(v) = limits.positive_int("max_steps") {
             l.max_steps = v.value;
         }
@@ -250,8 +297,19 @@ fn read_agent(
         limits.finish();
     }
     let max_output_written = max_output.is_some();
-    set_window(toml, &mut agent.limits, window, max_output, parent);
+    set_window(toml, l, window, max_output, parent);
+    max_output_written
+}
 
+/// `[compaction]`; without a written `threshold_percent`, the one the limits leave room
+/// for ([`derived_threshold`]).
+fn read_compaction(
+    root: &mut TableReader<'_>,
+    agent: &mut Agent,
+    declared: &[String],
+    agent_dir: &std::path::Path,
+) {
+    let toml = root.file();
     let mut threshold_written = false;
     if let Some(mut compaction) = root.table("compaction") {
         if let Some(t) = compaction.number("threshold_percent") {
@@ -274,7 +332,7 @@ fn read_agent(
         }
         if let Some(model) = compaction.string("model")
             && let Some((text, _)) =
-                check_model(toml, &model, &agent.providers, &declared, agent_dir)
+                check_model(toml, &model, &agent.providers, declared, agent_dir)
         {
             agent.compaction.model = Some(text);
         }
@@ -284,9 +342,13 @@ fn read_agent(
         agent.compaction.threshold_percent =
             derived_threshold(agent.limits.context_window, agent.limits.max_output_tokens);
     }
+}
 
-    if let Some(mut workspace) = root.table("workspace") {
-        if let Some(dir) = workspace.string("root") {
+/// `[workspace]`: `root` and `agent_writable`.
+fn read_workspace(root: &mut TableReader<'_>, workspace: &mut Workspace) {
+    let toml = root.file();
+    if let Some(mut table) = root.table("workspace") {
+        if let Some(dir) = table.string("root") {
             if dir.value.trim().is_empty() {
                 toml.error(
                     code::INVALID_VALUE,
@@ -294,30 +356,20 @@ fn read_agent(
                     dir.span,
                 );
             } else {
-                agent.workspace.root = dir.value;
+                workspace.root = dir.value;
             }
         }
-        if let Some(writable) = workspace.bool("agent_writable") {
-            agent.workspace.agent_writable = writable.value;
+        if let Some(writable) = table.bool("agent_writable") {
+            workspace.agent_writable = writable.value;
         }
-        workspace.finish();
+        table.finish();
     }
+}
 
-    if let Some(mut sandbox) = root.table("sandbox") {
-        if inherited.is_some() {
-            toml.report(
-                Diagnostic::warning(
-                    code::SUBAGENT_SANDBOX,
-                    "a subagent's `[sandbox]` has no effect",
-                )
-                .at(&toml.src, root.key_span("sandbox"))
-                .note("a subagent runs in the session of its parent, under the parent's sandbox"),
-            );
-        }
-        read_sandbox(&mut sandbox, &mut agent.sandbox, &agent.workspace.root);
-        sandbox.finish();
-    }
-
+/// `[instructions] env`: the variables the instructions may read, sorted, each also
+/// kept with the error to report if it names a provider key ([`Config::env_key_errors`]).
+fn read_instructions_env(root: &mut TableReader<'_>, config: &mut Config) {
+    let toml = root.file();
     if let Some(mut instructions) = root.table("instructions") {
         if let Some(env) = instructions.string_array("env") {
             for var in env {
@@ -341,14 +393,6 @@ fn read_agent(
         }
         instructions.finish();
     }
-
-    if let Some(mut skills) = root.table("skills") {
-        if let Some(defer) = skills.bool("defer") {
-            config.defer_skills = defer.value;
-        }
-        skills.finish();
-    }
-    max_output_written
 }
 
 /// `[sandbox]`: the mode, the network switch, extra writable folders (which must exist,
@@ -518,41 +562,70 @@ fn set_window(
     }
 }
 
+/// `[providers.NAME]`: a provider, unless something in it is wrong (reported).
 fn read_provider(
     name: &str,
     table: &mut TableReader<'_>,
     parent: &TableReader<'_>,
 ) -> Option<Provider> {
-    let toml = table.file();
-    let mut ok = true;
+    let mut ok = check_provider_name(name, table.file(), parent);
+    ok &= refuse_api_key(name, table);
+    let api = read_api(table);
+    let base_url = read_base_url(name, table, parent);
+    let api_key_env = read_api_key_env(table);
+    let (Some(api), Some(base_url), Ok(api_key_env)) = (api, base_url, api_key_env) else {
+        return None;
+    };
+    ok.then_some(Provider {
+        api,
+        base_url,
+        api_key_env,
+    })
+}
+
+/// Whether a provider's name is usable in `NAME/model`: not empty, no `/`, `:` or spaces.
+fn check_provider_name(name: &str, toml: &TomlFile, parent: &TableReader<'_>) -> bool {
     if name.is_empty() || name.contains(['/', ':']) || name.chars().any(char::is_whitespace) {
         toml.error(
             code::INVALID_VALUE,
             format!("provider name `{name}` must not contain `/`, `:` or spaces"),
             parent.key_span(name),
         );
-        ok = false;
+        return false;
     }
-    if table.contains("api_key") {
-        // Never echo the line: it holds a secret.
-        toml.report(
-            Diagnostic::error(
-                code::UNKNOWN_KEY,
-                format!("`providers.{name}.api_key` is not allowed: keys never go in files"),
-            )
-            .file(toml.src.path.clone())
-            .help(format!(
-                "put the key in an environment variable and name it: `api_key_env = \"{}_API_KEY\"`",
-                name.to_uppercase().replace('-', "_")
-            )),
-        );
-        table.handled("api_key");
-        ok = false;
+    true
+}
+
+/// An `api_key` in the file is an error (keys never go in files); returns whether there
+/// is none.
+fn refuse_api_key(name: &str, table: &mut TableReader<'_>) -> bool {
+    if !table.contains("api_key") {
+        return true;
     }
-    let api = match table.string("api") {
-        None => Api::Openai,
-        Some(Spanned { value, .. }) if value == "openai" => Api::Openai,
-        Some(Spanned { value, .. }) if value == "anthropic" => Api::Anthropic,
+    let toml = table.file();
+    // Never echo the line: it holds a secret.
+    toml.report(
+        Diagnostic::error(
+            code::UNKNOWN_KEY,
+            format!("`providers.{name}.api_key` is not allowed: keys never go in files"),
+        )
+        .file(toml.src.path.clone())
+        .help(format!(
+            "put the key in an environment variable and name it: `api_key_env = \"{}_API_KEY\"`",
+            name.to_uppercase().replace('-', "_")
+        )),
+    );
+    table.handled("api_key");
+    false
+}
+
+/// `api`: `openai` when not written; `None` when it is not a known one (reported).
+fn read_api(table: &mut TableReader<'_>) -> Option<Api> {
+    let toml = table.file();
+    match table.string("api") {
+        None => Some(Api::Openai),
+        Some(Spanned { value, .. }) if value == "openai" => Some(Api::Openai),
+        Some(Spanned { value, .. }) if value == "anthropic" => Some(Api::Anthropic),
         Some(api) => {
             toml.report(
                 Diagnostic::error(
@@ -566,11 +639,20 @@ fn read_provider(
                     super::shape::agent::APIS.iter().copied(),
                 )),
             );
-            ok = false;
-            Api::Openai
+            None
         }
-    };
-    let base_url = match table.string("base_url") {
+    }
+}
+
+/// `base_url`, required, an `http://` or `https://` URL without credentials, written
+/// without its trailing `/`.
+fn read_base_url(
+    name: &str,
+    table: &mut TableReader<'_>,
+    parent: &TableReader<'_>,
+) -> Option<String> {
+    let toml = table.file();
+    match table.string("base_url") {
         Some(url) if userinfo(&url.value).is_some() => {
             // Never echo the line or the URL: they hold a secret.
             toml.report(
@@ -612,26 +694,25 @@ fn read_provider(
             );
             None
         }
-    };
-    let api_key_env = match table.string("api_key_env") {
-        Some(var) if is_env_name(&var.value) => Some(var.value),
+    }
+}
+
+/// `api_key_env`: the variable that holds the key, if written; `Err` when it is not an
+/// environment variable name (reported).
+fn read_api_key_env(table: &mut TableReader<'_>) -> Result<Option<String>, ()> {
+    let toml = table.file();
+    match table.string("api_key_env") {
+        Some(var) if is_env_name(&var.value) => Ok(Some(var.value)),
         Some(var) => {
             toml.error(
                 code::INVALID_VALUE,
                 format!("`{}` is not an environment variable name", var.value),
                 var.span,
             );
-            ok = false;
-            None
+            Err(())
         }
-        None => None,
-    };
-    let base_url = base_url?;
-    ok.then_some(Provider {
-        api,
-        base_url,
-        api_key_env,
-    })
+        None => Ok(None),
+    }
 }
 
 /// Validates a model reference; returns its canonical text and wire protocol.

@@ -9,17 +9,14 @@ use sha2::{Digest, Sha256};
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
 use super::listing::Known;
+use super::shape::connection::{CALL_TIMEOUT_SECS, STARTUP_TIMEOUT_SECS};
 use super::source::SourceFile;
+use super::templates::check_template;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
 use crate::compiler::connection_tools::{self, Pattern};
 use crate::manifest::connection::{Connection, Listing, ToolOverride, Transport};
 use crate::manifest::{Approval, Tool};
 use crate::suggest;
-
-/// `startup_timeout_secs` when the file does not set it.
-pub const STARTUP_TIMEOUT_SECS: u64 = 30;
-/// `timeout_secs` when the file does not set it.
-pub const CALL_TIMEOUT_SECS: u64 = 120;
 
 /// Headers eve's MCP client sets itself.
 pub const RESERVED_HEADERS: &[&str] = &[
@@ -115,10 +112,41 @@ fn read_connection(
             Some(d.value)
         }
     });
+    let transport = read_transport(name, root, file);
+    let required = root.bool("required").is_none_or(|b| b.value);
+    let startup_timeout_secs = root
+        .positive_int("startup_timeout_secs")
+        .map_or(STARTUP_TIMEOUT_SECS, |t| t.value);
+    let timeout_secs = root
+        .positive_int("timeout_secs")
+        .map_or(CALL_TIMEOUT_SECS, |t| t.value);
+    let defer = root.bool("defer").is_some_and(|b| b.value);
+    let tools = root.table("tools").map(read_tools).unwrap_or_default();
+    let connection = Connection {
+        name: name.to_string(),
+        description,
+        transport: transport?,
+        required,
+        startup_timeout_secs,
+        timeout_secs,
+        defer,
+        allow: tools.allow,
+        block: tools.block,
+        approval: tools.approval,
+        overrides: BTreeMap::new(),
+        key: key(&file.text),
+        file: file.display.clone(),
+    };
+    Some((connection, tools.entries))
+}
+
+/// `command` (a local server, stdio) or `url` (a remote one, HTTP): exactly one.
+fn read_transport(name: &str, root: &mut TableReader<'_>, file: &Loaded) -> Option<Transport> {
+    let toml = root.file();
     let command_span = root.key_span("command");
     let command = root.string_array("command");
     let url = root.string("url");
-    let transport = match (command, url) {
+    match (command, url) {
         (Some(command), None) => read_stdio(root, command, command_span),
         (None, Some(url)) => read_http(root, url),
         (Some(_), Some(_)) => {
@@ -145,82 +173,75 @@ fn read_connection(
             }
             None
         }
-    };
-    let required = root.bool("required").is_none_or(|b| b.value);
-    let startup_timeout_secs = root
-        .positive_int("startup_timeout_secs")
-        .map_or(STARTUP_TIMEOUT_SECS, |t| t.value);
-    let timeout_secs = root
-        .positive_int("timeout_secs")
-        .map_or(CALL_TIMEOUT_SECS, |t| t.value);
-    let defer = root.bool("defer").is_some_and(|b| b.value);
-    let mut entries = Vec::new();
-    let mut allow = Vec::new();
-    let mut block = Vec::new();
-    let mut approval = BTreeMap::new();
-    if let Some(mut tools) = root.table("tools") {
-        for (key, list) in [("allow", &mut allow), ("block", &mut block)] {
-            for pattern in tools.string_array(key).unwrap_or_default() {
-                if check_pattern(toml, &format!("tools.{key}"), &pattern) {
-                    list.push(pattern.value.clone());
-                    entries.push((key, pattern));
-                }
-            }
-        }
-        if let Some(mut table) = tools.table("approval") {
-            for (tool, item) in table.entries() {
-                let span = table.key_span(tool);
-                let key = Spanned {
-                    value: tool.to_string(),
-                    span: span.clone(),
-                };
-                if !check_pattern(toml, "tools.approval", &key) {
-                    continue;
-                }
-                match item.as_str() {
-                    Some("never") => {
-                        approval.insert(tool.to_string(), Approval::Never);
-                    }
-                    Some("always") => {
-                        approval.insert(tool.to_string(), Approval::Always);
-                    }
-                    Some(other) => toml.report(
-                        Diagnostic::error(
-                            code::UNKNOWN_APPROVAL,
-                            format!("unknown approval `{other}`"),
-                        )
-                        .at(&toml.src, item.span())
-                        .note("an approval is `never` (run without asking) or `always` (ask before each call)")
-                        .suggest(suggest::closest(other, super::shape::APPROVALS.iter().copied())),
-                    ),
-                    None => toml.error(
-                        code::WRONG_TYPE,
-                        format!("`tools.approval.{tool}` must be `\"never\"` or `\"always\"`"),
-                        item.span().or(span.clone()),
-                    ),
-                }
-                entries.push(("approval", key));
-            }
-            table.finish();
-        }
-        tools.finish();
     }
-    let connection = Connection {
-        name: name.to_string(),
-        description,
-        transport: transport?,
-        required,
-        startup_timeout_secs,
-        timeout_secs,
-        defer,
-        allow,
-        block,
-        approval,
-        overrides: BTreeMap::new(),
-        key: key(&file.text),
-        file: file.display.clone(),
-    };
-    Some((connection, entries))
+}
+
+/// What `[tools]` says of the server's tools.
+#[derive(Default)]
+struct ToolRules {
+    allow: Vec<String>,
+    block: Vec<String>,
+    approval: BTreeMap<String, Approval>,
+    /// Every valid entry, with its span, for the checks against the listing.
+    entries: Entries,
+}
+
+/// `[tools]`: `allow` and `block` patterns, and `[tools.approval]`.
+fn read_tools(mut tools: TableReader<'_>) -> ToolRules {
+    let toml = tools.file();
+    let mut rules = ToolRules::default();
+    for (key, list) in [("allow", &mut rules.allow), ("block", &mut rules.block)] {
+        for pattern in tools.string_array(key).unwrap_or_default() {
+            if check_pattern(toml, &format!("tools.{key}"), &pattern) {
+                list.push(pattern.value.clone());
+                rules.entries.push((key, pattern));
+            }
+        }
+    }
+    if let Some(mut table) = tools.table("approval") {
+        read_approvals(&mut table, &mut rules);
+        table.finish();
+    }
+    tools.finish();
+    rules
+}
+
+/// `[tools.approval]`: a tool name or pattern, `"never"` or `"always"`.
+fn read_approvals(table: &mut TableReader<'_>, rules: &mut ToolRules) {
+    let toml = table.file();
+    for (tool, item) in table.entries() {
+        let span = table.key_span(tool);
+        let key = Spanned {
+            value: tool.to_string(),
+            span: span.clone(),
+        };
+        if !check_pattern(toml, "tools.approval", &key) {
+            continue;
+        }
+        match item.as_str() {
+            Some("never") => {
+                rules.approval.insert(tool.to_string(), Approval::Never);
+            }
+            Some("always") => {
+                rules.approval.insert(tool.to_string(), Approval::Always);
+            }
+            Some(other) => toml.report(
+                Diagnostic::error(
+                    code::UNKNOWN_APPROVAL,
+                    format!("unknown approval `{other}`"),
+                )
+                .at(&toml.src, item.span())
+                .note("an approval is `never` (run without asking) or `always` (ask before each call)")
+                .suggest(suggest::closest(other, super::shape::APPROVALS.iter().copied())),
+            ),
+            None => toml.error(
+                code::WRONG_TYPE,
+                format!("`tools.approval.{tool}` must be `\"never\"` or `\"always\"`"),
+                item.span().or(span.clone()),
+            ),
+        }
+        rules.entries.push(("approval", key));
+    }
 }
 
 /// The cache key of a connection file: a hash of its bytes.
@@ -248,12 +269,12 @@ fn read_stdio(
     }
     for arg in &command {
         ok &= no_reference(toml, "command", arg);
-        ok &= super::tools::check_template(toml, "command", arg, &["agent_dir", "workspace"]);
+        ok &= check_template(toml, "command", arg, &["agent_dir", "workspace"]);
     }
     let cwd = root.string("cwd");
     if let Some(cwd) = &cwd {
         ok &= no_reference(toml, "cwd", cwd);
-        ok &= super::tools::check_template(toml, "cwd", cwd, &["agent_dir", "workspace"]);
+        ok &= check_template(toml, "cwd", cwd, &["agent_dir", "workspace"]);
     }
     let env = read_values(root, "env", super::config::is_env_name);
     let sandbox = root.bool("sandbox").is_none_or(|b| b.value);

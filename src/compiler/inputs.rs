@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 
+pub use super::loaded::{Loaded, sha256};
+pub use super::skills::SkillFile;
 use super::{cache, skills};
 pub use crate::textfile::{MAX_FILE_BYTES, read_text};
 
@@ -22,16 +24,6 @@ pub const MAX_SUBAGENT_DEPTH: usize = 4;
 /// From this many entries on, `skills/` is loaded by a pool of threads; below, starting
 /// them costs more than it saves.
 const PARALLEL_SKILLS: usize = 32;
-
-/// A text file that was read successfully.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    /// Path relative to this agent's directory, with `/` separators.
-    pub path: String,
-    /// Path relative to the top-level agent directory (what diagnostics show).
-    pub display: String,
-    pub text: String,
-}
 
 /// What `agent.toml` is.
 #[derive(Debug, Clone)]
@@ -62,19 +54,6 @@ pub enum InstructionFiles {
     File(Loaded),
     /// The `*.md` files of `instructions/`, in file-name order.
     Dir(Vec<Loaded>),
-}
-
-/// One entry of `skills/`.
-#[derive(Debug, Clone)]
-pub enum SkillFile {
-    /// `skills/<name>.md`
-    Flat { name: String, file: Loaded },
-    /// `skills/<name>/SKILL.md` and its other files (relative to the agent directory).
-    Package {
-        name: String,
-        file: Loaded,
-        resources: Vec<String>,
-    },
 }
 
 /// One entry of `subagents/`.
@@ -740,11 +719,6 @@ pub fn slash_path(path: &Path) -> String {
 }
 
 pub use crate::text::hex;
-
-/// `sha256:<hex>` of a text.
-pub fn sha256(text: &str) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
-}
 
 #[cfg(test)]
 mod tests {

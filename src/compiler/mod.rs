@@ -11,11 +11,13 @@ pub mod executed;
 pub mod inputs;
 pub mod instructions;
 pub mod listing;
+mod loaded;
 pub mod render;
 pub mod schema;
 pub mod shape;
 pub mod skills;
 pub mod source;
+mod templates;
 pub mod toml_reader;
 pub mod tools;
 
@@ -237,6 +239,16 @@ pub fn agent_name(dir: &Path) -> String {
         .map_or_else(|| "agent".to_string(), |n| n.to_string_lossy().into_owned())
 }
 
+/// `rel` inside the agent directory at `prefix` (relative to the top-level agent
+/// directory), as diagnostics show it.
+fn agent_path(prefix: &str, rel: &str) -> String {
+    if prefix.is_empty() {
+        rel.to_string()
+    } else {
+        format!("{prefix}/{rel}")
+    }
+}
+
 fn compile_files(
     files: &AgentFiles,
     name: String,
@@ -246,32 +258,8 @@ fn compile_files(
     options: listing::Options<'_>,
     diags: &mut Diagnostics,
 ) -> Option<Manifest> {
-    let at = |rel: &str| {
-        if files.prefix.is_empty() {
-            rel.to_string()
-        } else {
-            format!("{}/{rel}", files.prefix)
-        }
-    };
-    // An entry of `skills/` the listing could not take (a link out of the agent
-    // directory, a name that is not UTF-8) is a skill that cannot be used, like the
-    // problems of a skill's own files.
-    let skills_dir = at("skills/");
-    for problem in &files.problems {
-        let entry = problem
-            .file
-            .as_deref()
-            .and_then(|f| f.strip_prefix(&skills_dir))
-            .and_then(|rest| rest.split('/').next())
-            .filter(|_| !options.strict && problem.is_error());
-        match entry {
-            Some(entry) => diags.extend(skills::left_out(
-                &format!("{skills_dir}{entry}"),
-                vec![problem.clone()],
-            )),
-            None => diags.push(problem.clone()),
-        }
-    }
+    let at = |rel: &str| agent_path(&files.prefix, rel);
+    report_load_problems(files, &at("skills/"), options.strict, diags);
     let mut config = config::compile(
         &files.agent_toml,
         &at("agent.toml"),
@@ -281,20 +269,139 @@ fn compile_files(
         diags,
     );
     keys.add(&mut config);
-    let mut skills = skills::compile(&files.skills, options.strict, diags);
-    if config.defer_skills {
-        for skill in &mut skills {
-            skill.deferred = true;
-        }
-    }
+    let skills = compile_skills(files, config.defer_skills, options.strict, diags);
     let mut read = connections::read_all(&files.connections, diags);
     // What the commands run is part of the definition; a command whose files cannot be
     // never runs: its connection or tool is left out.
     let mut entries = executed::Entries::default();
-    let whose = match inherited {
-        Some(_) => format!(" of subagent `{name}`"),
-        None => String::new(),
+    let whose = inherited.map_or_else(String::new, |_| format!(" of subagent `{name}`"));
+    keep_runnable_connections(&mut read, &mut entries, files, &whose, diags);
+    let names: Vec<&str> = read.iter().map(|r| r.connection.name.as_str()).collect();
+    let compiled = tools::compile(
+        &files.tools,
+        &config,
+        &skills,
+        catalog,
+        &names,
+        read.iter().any(|r| r.connection.defer),
+        diags,
+    );
+    let mut tools = compiled.tools;
+    keep_runnable_tools(&mut tools, &mut entries, files, &whose, diags);
+    let known = obtain_listings(files, &config, inherited, &read, &entries, options);
+    let subagent = inherited.is_some().then_some(name.as_str());
+    let connections =
+        check_connections(&read, &known, compiled.routed, subagent, &mut tools, diags);
+
+    let child_inherits = child_inherits(&config, inherited);
+    let (subagents, children) = compile_subagents(
+        files,
+        &child_inherits,
+        &tools,
+        catalog,
+        keys,
+        options,
+        diags,
+    );
+    tools.extend(subagents.iter().map(subagent_tool));
+    check_collisions(&tools, &connections, diags);
+
+    let (instructions, rendered) =
+        compile_instructions(files, &config, &tools, &skills, &at("agent.toml"), diags);
+
+    let max_output_written = config.max_output_written;
+    let manifest = Manifest {
+        schema_version: SCHEMA_VERSION,
+        agent: config.agent,
+        instructions,
+        tools,
+        skills,
+        subagents,
+        connections,
+        inputs_hash: executed::fold(&files.hash, &entries.kept(), &children),
+        executed: entries.kept(),
     };
+    // Measured once the rest builds: until then the numbers are of an agent that is not.
+    if !diags.has_errors() {
+        check_budget(
+            &manifest,
+            rendered.as_deref(),
+            max_output_written,
+            &at("agent.toml"),
+            diags,
+        );
+    }
+    Some(manifest)
+}
+
+/// Compiles the entries of `skills/`, all deferred when `defer` (`defer_skills`).
+fn compile_skills(
+    files: &AgentFiles,
+    defer: bool,
+    strict: bool,
+    diags: &mut Diagnostics,
+) -> Vec<crate::manifest::Skill> {
+    let mut skills = skills::compile(&files.skills, strict, diags);
+    if defer {
+        for skill in &mut skills {
+            skill.deferred = true;
+        }
+    }
+    skills
+}
+
+/// Checks the room the agent's requests leave in its window ([`budget::check`]);
+/// `max_output_written` says whether its `agent.toml` writes `max_output_tokens`.
+fn check_budget(
+    manifest: &Manifest,
+    rendered: Option<&str>,
+    max_output_written: bool,
+    agent_toml: &str,
+    diags: &mut Diagnostics,
+) {
+    let output = if max_output_written {
+        budget::Output::Written
+    } else {
+        budget::Output::Default
+    };
+    budget::check(manifest, rendered, output, agent_toml, diags);
+}
+
+/// Reports what loading the directory found. An entry of `skills/` the listing could
+/// not take (a link out of the agent directory, a name that is not UTF-8) is a skill
+/// that cannot be used, like the problems of a skill's own files.
+fn report_load_problems(
+    files: &AgentFiles,
+    skills_dir: &str,
+    strict: bool,
+    diags: &mut Diagnostics,
+) {
+    for problem in &files.problems {
+        let entry = problem
+            .file
+            .as_deref()
+            .and_then(|f| f.strip_prefix(skills_dir))
+            .and_then(|rest| rest.split('/').next())
+            .filter(|_| !strict && problem.is_error());
+        match entry {
+            Some(entry) => diags.extend(skills::left_out(
+                &format!("{skills_dir}{entry}"),
+                vec![problem.clone()],
+            )),
+            None => diags.push(problem.clone()),
+        }
+    }
+}
+
+/// Leaves out (W0218) each stdio connection whose command or `cwd` runs files that
+/// cannot be part of the definition; `whose` names the subagent in the warning.
+fn keep_runnable_connections(
+    read: &mut Vec<connections::Read>,
+    entries: &mut executed::Entries,
+    files: &AgentFiles,
+    whose: &str,
+    diags: &mut Diagnostics,
+) {
     read.retain(|r| {
         let crate::manifest::connection::Transport::Stdio { command, cwd, .. } =
             &r.connection.transport
@@ -312,17 +419,17 @@ fn compile_files(
         );
         false
     });
-    let names: Vec<&str> = read.iter().map(|r| r.connection.name.as_str()).collect();
-    let compiled = tools::compile(
-        &files.tools,
-        &config,
-        &skills,
-        catalog,
-        &names,
-        read.iter().any(|r| r.connection.defer),
-        diags,
-    );
-    let mut tools = compiled.tools;
+}
+
+/// Leaves out (W0218) each command tool whose command runs files that cannot be part
+/// of the definition; `whose` names the subagent in the warning.
+fn keep_runnable_tools(
+    tools: &mut Vec<Tool>,
+    entries: &mut executed::Entries,
+    files: &AgentFiles,
+    whose: &str,
+    diags: &mut Diagnostics,
+) {
     tools.retain(|tool| {
         let Executor::Command { argv, .. } = &tool.executor else {
             return true;
@@ -332,11 +439,25 @@ fn compile_files(
             return true;
         };
         diags.push(
-            left_out(format!("tool `{}`{whose}", tool.name), &why)
-                .file(at(&format!("tools/{}.toml", tool.name))),
+            left_out(format!("tool `{}`{whose}", tool.name), &why).file(agent_path(
+                &files.prefix,
+                &format!("tools/{}.toml", tool.name),
+            )),
         );
         false
     });
+}
+
+/// What the build knows of each connection in `read` (see [`listing::obtain`]), listed
+/// in the agent's workspace under its sandbox (a subagent's: the top-level agent's).
+fn obtain_listings(
+    files: &AgentFiles,
+    config: &config::Config,
+    inherited: Option<&config::Inherited>,
+    read: &[connections::Read],
+    entries: &executed::Entries,
+    options: listing::Options<'_>,
+) -> Vec<listing::Known> {
     let root = options.workspace.map_or_else(
         || PathBuf::from(&config.agent.workspace.root),
         Path::to_path_buf,
@@ -350,33 +471,62 @@ fn compile_files(
         agent_writable: config.agent.workspace.agent_writable,
         definition: &definition,
     };
-    let known = listing::obtain(&files.root, &workspace, &wanted, confinement, options);
-    let mut routed = compiled.routed;
+    listing::obtain(&files.root, &workspace, &wanted, confinement, options)
+}
+
+/// Checks each connection against what is known of it, with the tool files' overrides
+/// routed to it, adds the tools it offers to `tools` and returns the connections.
+fn check_connections(
+    read: &[connections::Read],
+    known: &[listing::Known],
+    mut routed: Vec<connections::RoutedOverride>,
+    subagent: Option<&str>,
+    tools: &mut Vec<Tool>,
+    diags: &mut Diagnostics,
+) -> Vec<crate::manifest::connection::Connection> {
     let mut connections = Vec::new();
-    for (read, known) in read.iter().zip(&known) {
+    for (read, known) in read.iter().zip(known) {
         let (mine, rest): (Vec<_>, Vec<_>) = routed
             .into_iter()
             .partition(|r| r.connection == read.connection.name);
         routed = rest;
-        let subagent = inherited.is_some().then_some(name.as_str());
         let (connection, offered) = connections::check(read, known, mine, subagent, diags);
         tools.extend(offered);
         connections.push(connection);
     }
+    connections
+}
 
-    let child_inherits = config::Inherited {
+/// What this agent's subagents take from it.
+fn child_inherits(
+    config: &config::Config,
+    inherited: Option<&config::Inherited>,
+) -> config::Inherited {
+    config::Inherited {
         model: config.agent.model.clone(),
         providers: config.agent.providers.clone(),
         context_window: config.agent.limits.context_window,
         max_output_tokens: config.agent.limits.max_output_tokens,
         sandbox: inherited.map_or_else(|| config.agent.sandbox.clone(), |i| i.sandbox.clone()),
-    };
+    }
+}
+
+/// Compiles each entry of `subagents/`; returns the subagents that compiled, and the
+/// hashes of those whose commands run files of their own.
+fn compile_subagents(
+    files: &AgentFiles,
+    child_inherits: &config::Inherited,
+    tools: &[Tool],
+    catalog: &Catalog,
+    keys: &mut config::KeyVariables,
+    options: listing::Options<'_>,
+    diags: &mut Diagnostics,
+) -> (Vec<Subagent>, Vec<String>) {
     let mut subagents = Vec::new();
-    // The hashes of subagents whose commands run files of their own.
     let mut children = Vec::new();
     for dir in &files.subagents {
         if let Some(subagent) =
-            compile_subagent(dir, &child_inherits, &tools, catalog, keys, options, diags)
+            compile_subagent(dir, child_inherits, tools, catalog, keys, options, diags)
         {
             if subagent.manifest.inputs_hash != dir.files.hash {
                 children.push(subagent.manifest.inputs_hash.clone());
@@ -384,9 +534,19 @@ fn compile_files(
             subagents.push(subagent);
         }
     }
-    tools.extend(subagents.iter().map(subagent_tool));
-    check_collisions(&tools, &connections, diags);
+    (subagents, children)
+}
 
+/// Compiles the instructions, checked by a trial render with sample values (every
+/// variable must exist); returns them and the render.
+fn compile_instructions(
+    files: &AgentFiles,
+    config: &config::Config,
+    tools: &[Tool],
+    skills: &[crate::manifest::Skill],
+    agent_toml: &str,
+    diags: &mut Diagnostics,
+) -> (crate::manifest::Instructions, Option<String>) {
     // A listing that cannot fit is reported as that, and the trial render goes on
     // without it: rendered by `{{ skills }}`, it would only pass the size limit of a render.
     let renders_skills = match &files.instructions {
@@ -395,14 +555,14 @@ fn compile_files(
         _ => false,
     };
     let overflowing = (renders_skills || tools.iter().any(|t| t.name == "load_skill"))
-        && budget::check_skills(&skills, &config.agent.limits, &at("agent.toml"), diags);
+        && budget::check_skills(skills, &config.agent.limits, agent_toml, diags);
     // A trial render with sample values: every variable must exist. `tools` are the
     // ones the run lists (deferred tools are found through `search_tools`).
     let sample = crate::template::Context::new(
         &config.agent,
         &config.agent.model,
         tools.iter().filter(|t| !t.defer),
-        if overflowing { &[] } else { &skills },
+        if overflowing { &[] } else { skills },
         "/workspace".into(),
         "2000-01-01".into(),
         config
@@ -411,42 +571,13 @@ fn compile_files(
             .map(|v| (v.clone(), String::new()))
             .collect::<BTreeMap<_, _>>(),
     );
-    let (instructions, rendered) = instructions::compile(
+    instructions::compile(
         &files.instructions,
         &files.prefix,
         &config.instructions_env,
         &sample,
         diags,
-    );
-
-    let max_output_written = config.max_output_written;
-    let manifest = Manifest {
-        schema_version: SCHEMA_VERSION,
-        agent: config.agent,
-        instructions,
-        tools,
-        skills,
-        subagents,
-        connections,
-        inputs_hash: executed::fold(&files.hash, &entries.kept(), &children),
-        executed: entries.kept(),
-    };
-    // Measured once the rest builds: until then the numbers are of an agent that is not.
-    if !diags.has_errors() {
-        let output = if max_output_written {
-            budget::Output::Written
-        } else {
-            budget::Output::Default
-        };
-        budget::check(
-            &manifest,
-            rendered.as_deref(),
-            output,
-            &at("agent.toml"),
-            diags,
-        );
-    }
-    Some(manifest)
+    )
 }
 
 /// W0218: a tool or connection left out because what its command runs cannot be part

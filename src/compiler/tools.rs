@@ -7,18 +7,14 @@ use super::config::Config;
 use super::connections::RoutedOverride;
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::inputs::Loaded;
+use super::shape::tool::{CUSTOM_TOOL_TIMEOUT_SECS, HTTP_METHODS};
 use super::source::SourceFile;
+use super::templates::check_template;
 use super::toml_reader::{self, Spanned, TableReader, TomlFile};
 use crate::catalog::{Availability, BuiltinTool, Catalog, SettingKind};
 use crate::manifest::connection::ToolOverride;
 use crate::manifest::{Api, Approval, Executor, Tool, ToolSource};
 use crate::suggest;
-
-/// Timeout of a custom tool that does not set `timeout_secs`.
-pub const CUSTOM_TOOL_TIMEOUT_SECS: u64 = 60;
-
-/// The methods an HTTP tool may use.
-pub const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
 /// Whether a name is a valid tool slug: `^[a-z][a-z0-9_]{0,63}$`.
 pub fn is_valid_slug(name: &str) -> bool {
@@ -70,37 +66,12 @@ pub fn compile(
     deferred_elsewhere: bool,
     diags: &mut Diagnostics,
 ) -> Compiled {
-    let mut disabled = BTreeSet::new();
-    let mut overrides = BTreeMap::new();
-    let mut customs = BTreeMap::new();
-    let mut routed = Vec::new();
-    for file in files {
-        let slug = file
-            .path
-            .trim_start_matches("tools/")
-            .trim_end_matches(".toml")
-            .to_string();
-        let owner = connections
-            .iter()
-            .filter(|c| slug.starts_with(&format!("{c}__")))
-            .max_by_key(|c| c.len());
-        if let Some(owner) = owner {
-            routed.extend(compile_connection_override(owner, &slug, file, diags));
-            continue;
-        }
-        match compile_file(&slug, file, catalog, diags) {
-            Some(Request::Disable) => {
-                disabled.insert(slug);
-            }
-            Some(Request::Override(o)) => {
-                overrides.insert(slug, o);
-            }
-            Some(Request::Custom(tool)) => {
-                customs.insert(slug, tool);
-            }
-            None => {}
-        }
-    }
+    let Requests {
+        disabled,
+        mut overrides,
+        mut customs,
+        routed,
+    } = read_files(files, catalog, connections, diags);
 
     let has_deferred = deferred_elsewhere
         || routed.iter().any(|r| r.over.defer == Some(true))
@@ -134,25 +105,7 @@ pub fn compile(
         };
         if !available {
             if let Some(over) = &over {
-                let why = match builtin.availability {
-                    Availability::WithSkills => "the agent has no skills".to_string(),
-                    Availability::WithDeferred => {
-                        "no tool has `defer = true` and no skill is deferred".to_string()
-                    }
-                    Availability::WithDeferredTools => "no tool has `defer = true`".to_string(),
-                    _ => format!(
-                        "it is only offered with Anthropic models, and the model is `{}`",
-                        config.agent.model
-                    ),
-                };
-                diags.push(
-                    Diagnostic::warning(
-                        code::TOOL_NOT_AVAILABLE,
-                        format!("`{}` is not offered to the model: {why}", builtin.name),
-                    )
-                    .file(over.file.clone())
-                    .note("this file has no effect"),
-                );
+                warn_not_offered(builtin, over, config, diags);
             }
             continue;
         }
@@ -173,6 +126,90 @@ pub fn compile(
     }
     tools.extend(customs.into_values());
     Compiled { tools, routed }
+}
+
+/// What the tool files ask for, by slug.
+struct Requests {
+    disabled: BTreeSet<String>,
+    overrides: BTreeMap<String, Override>,
+    customs: BTreeMap<String, Tool>,
+    /// The files named `<connection>__<tool>`, for that connection.
+    routed: Vec<RoutedOverride>,
+}
+
+/// Compiles each tool file: a file whose name starts with a connection's name and `__`
+/// (the longest such name) changes that connection's tool; any other disables, overrides
+/// or adds a tool.
+fn read_files(
+    files: &[Loaded],
+    catalog: &Catalog,
+    connections: &[&str],
+    diags: &mut Diagnostics,
+) -> Requests {
+    let mut requests = Requests {
+        disabled: BTreeSet::new(),
+        overrides: BTreeMap::new(),
+        customs: BTreeMap::new(),
+        routed: Vec::new(),
+    };
+    for file in files {
+        let slug = file
+            .path
+            .trim_start_matches("tools/")
+            .trim_end_matches(".toml")
+            .to_string();
+        let owner = connections
+            .iter()
+            .filter(|c| slug.starts_with(&format!("{c}__")))
+            .max_by_key(|c| c.len());
+        if let Some(owner) = owner {
+            requests
+                .routed
+                .extend(compile_connection_override(owner, &slug, file, diags));
+            continue;
+        }
+        match compile_file(&slug, file, catalog, diags) {
+            Some(Request::Disable) => {
+                requests.disabled.insert(slug);
+            }
+            Some(Request::Override(o)) => {
+                requests.overrides.insert(slug, o);
+            }
+            Some(Request::Custom(tool)) => {
+                requests.customs.insert(slug, tool);
+            }
+            None => {}
+        }
+    }
+    requests
+}
+
+/// W0216: a tool file overrides a built-in the model is not offered; says why not.
+fn warn_not_offered(
+    builtin: &BuiltinTool,
+    over: &Override,
+    config: &Config,
+    diags: &mut Diagnostics,
+) {
+    let why = match builtin.availability {
+        Availability::WithSkills => "the agent has no skills".to_string(),
+        Availability::WithDeferred => {
+            "no tool has `defer = true` and no skill is deferred".to_string()
+        }
+        Availability::WithDeferredTools => "no tool has `defer = true`".to_string(),
+        _ => format!(
+            "it is only offered with Anthropic models, and the model is `{}`",
+            config.agent.model
+        ),
+    };
+    diags.push(
+        Diagnostic::warning(
+            code::TOOL_NOT_AVAILABLE,
+            format!("`{}` is not offered to the model: {why}", builtin.name),
+        )
+        .file(over.file.clone())
+        .note("this file has no effect"),
+    );
 }
 
 /// `tools/<connection>__<tool>.toml`: the description, approval or deferral of one tool
@@ -786,52 +823,6 @@ fn read_http(root: &mut TableReader<'_>) -> Option<Executor> {
         }),
         _ => None,
     }
-}
-
-/// Checks that a tool template parses and uses only the variables tool templates get.
-pub(super) fn check_template(
-    toml: &TomlFile,
-    key: &str,
-    value: &Spanned<String>,
-    allowed: &[&str],
-) -> bool {
-    let env = minijinja::Environment::new();
-    let template = match env.template_from_str(&value.value) {
-        Ok(t) => t,
-        Err(e) => {
-            toml.error(
-                code::TOOL_TEMPLATE,
-                format!(
-                    "`{key}` is not a valid template: {}",
-                    e.detail().unwrap_or("syntax error")
-                ),
-                value.span.clone(),
-            );
-            return false;
-        }
-    };
-    let globals: Vec<&str> = env.globals().map(|(name, _)| name).collect();
-    let mut unknown: Vec<String> = template
-        .undeclared_variables(false)
-        .into_iter()
-        .filter(|v| !allowed.contains(&v.as_str()) && !globals.contains(&v.as_str()))
-        .collect();
-    unknown.sort();
-    for name in &unknown {
-        toml.report(
-            Diagnostic::error(
-                code::TOOL_TEMPLATE,
-                format!("`{key}` uses undefined variable `{name}`"),
-            )
-            .at(&toml.src, value.span.clone())
-            .note(format!(
-                "tool templates can use {}",
-                toml_reader::list(allowed)
-            ))
-            .suggest(suggest::closest(name, allowed.iter().copied())),
-        );
-    }
-    unknown.is_empty()
 }
 
 fn suggest_slug(slug: &str) -> String {

@@ -2,10 +2,16 @@
 
 use super::DefaultValue as D;
 use super::{ENV_NAME, Key, Kind, NON_BLANK, STRING, Str, Table};
-use crate::compiler::config::{
-    DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_THRESHOLD,
-};
 use crate::manifest::SandboxMode;
+
+/// The context window assumed when `agent.toml` does not give one.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+
+/// The most output tokens a model call asks for by default, on a large enough window.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 8192;
+
+/// The compaction threshold by default, when the window leaves room for it.
+pub const DEFAULT_THRESHOLD: f64 = 0.9;
 
 /// `mode`: how a session stands after a turn.
 pub const MODES: &[&str] = &["task", "conversation"];

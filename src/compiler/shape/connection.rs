@@ -2,7 +2,11 @@
 
 use super::DefaultValue as D;
 use super::{APPROVALS, ENV_NAME, Key, Kind, NON_BLANK, STRING, Table};
-use crate::compiler::connections::{CALL_TIMEOUT_SECS, STARTUP_TIMEOUT_SECS};
+
+/// `startup_timeout_secs` when the file does not set it.
+pub const STARTUP_TIMEOUT_SECS: u64 = 30;
+/// `timeout_secs` when the file does not set it.
+pub const CALL_TIMEOUT_SECS: u64 = 120;
 
 /// A connection file.
 pub static CONNECTION: Table = Table {

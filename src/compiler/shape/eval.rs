@@ -2,10 +2,19 @@
 
 use super::DefaultValue as D;
 use super::{Key, Kind, NON_BLANK, STRING, Table};
-use crate::compiler::evals::END_REASONS;
 use crate::manifest::eval::{DEFAULT_TIMEOUT_SECS, SequenceMode};
 use crate::manifest::script::FINISH_REASONS;
 use crate::protocol::event::EVENT_TYPES;
+
+/// The end reasons a case can expect.
+pub const END_REASONS: &[&str] = &[
+    "completed",
+    "waiting",
+    "max_steps",
+    "max_tokens",
+    "max_input_tokens",
+    "error",
+];
 
 /// A case file.
 pub static CASE: Table = Table {

@@ -3,7 +3,12 @@
 
 use super::DefaultValue as D;
 use super::{APPROVAL_DOC, APPROVALS, Key, Kind, NON_BLANK, STRING, Table};
-use crate::compiler::tools::{CUSTOM_TOOL_TIMEOUT_SECS, HTTP_METHODS};
+
+/// Timeout of a custom tool that does not set `timeout_secs`.
+pub const CUSTOM_TOOL_TIMEOUT_SECS: u64 = 60;
+
+/// The methods an HTTP tool may use.
+pub const HTTP_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
 /// A file with any of these keys is a new tool (on a built-in's name, its replacement);
 /// without them, a file on a built-in's name overrides it.

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::cache::KeptDiagnostic;
 use super::diagnostic::{Diagnostic, Diagnostics, code};
-use super::inputs::{Loaded, SkillFile, sha256};
+use super::loaded::{Loaded, sha256};
 use super::source::SourceFile;
 use crate::manifest::Skill;
 
@@ -190,16 +190,7 @@ fn compile_one(
         } => (name, file, &resources[..], true),
     };
     let src = SourceFile::new(&file.display, &file.text);
-    let mut ok = true;
-    if !is_valid_name(name) {
-        diags.push(
-            Diagnostic::error(code::INVALID_SKILL_NAME, format!("invalid skill name `{name}`"))
-                .file(file.display.clone())
-                .note("skill names are lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64 characters")
-                .help(format!("rename it to `{}`", fix_name(name))),
-        );
-        ok = false;
-    }
+    let mut ok = check_name(name, file, diags);
     let split = match split_frontmatter(&file.text) {
         Ok(split) => split,
         Err(message) => {
@@ -220,54 +211,10 @@ fn compile_one(
         check_declared_name(name, declared, *line, packaged, &src, diags);
     }
 
-    let description = match &front.description {
-        Some((description, line)) => {
-            let chars = description.chars().count();
-            if chars > MAX_DESCRIPTION_CHARS {
-                let listed = if chars > LISTED_DESCRIPTION_CHARS {
-                    format!(
-                        "the system prompt lists its first {LISTED_DESCRIPTION_CHARS} characters"
-                    )
-                } else {
-                    format!(
-                        "it is listed in full; eve cuts descriptions at {LISTED_DESCRIPTION_CHARS} characters"
-                    )
-                };
-                diags.push(
-                    Diagnostic::warning(
-                        code::DESCRIPTION_TOO_LONG,
-                        format!(
-                            "skill description is {chars} characters, over the Agent Skills limit of {MAX_DESCRIPTION_CHARS}"
-                        ),
-                    )
-                    .at_line(&src, *line, None)
-                    .note(listed)
-                    .help("keep the description to what the skill is for and when to load it; put the rest in the body"),
-                );
-            }
-            Some(description.clone())
-        }
-        // A skill that was written with frontmatter but no description (or a blank one)
-        // is described by its first line, packaged or flat.
-        None => derive_description(split.body),
-    };
-    let description = match description {
+    let description = match skill_description(&front, split.body, &src, diags) {
         Some(description) => listed(&description),
         None => {
-            let help = if packaged {
-                "add `description: <when to use this skill>` to the frontmatter of `SKILL.md`"
-            } else {
-                "add a `description` in frontmatter, or a first line to the body"
-            };
-            diags.push(
-                Diagnostic::error(
-                    code::SKILL_WITHOUT_DESCRIPTION,
-                    format!("skill `{name}` has no description"),
-                )
-                .file(file.display.clone())
-                .note("the system prompt lists each skill's description so that the model knows when to load it")
-                .help(help),
-            );
+            report_no_description(name, file, packaged, diags);
             ok = false;
             String::new()
         }
@@ -306,6 +253,75 @@ fn compile_one(
         body_offset: split.body_offset,
         resources,
     })
+}
+
+/// Whether the entry's name is a valid skill name (else an error, with a fixed name).
+fn check_name(name: &str, file: &Loaded, diags: &mut Diagnostics) -> bool {
+    if is_valid_name(name) {
+        return true;
+    }
+    diags.push(
+        Diagnostic::error(code::INVALID_SKILL_NAME, format!("invalid skill name `{name}`"))
+            .file(file.display.clone())
+            .note("skill names are lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64 characters")
+            .help(format!("rename it to `{}`", fix_name(name))),
+    );
+    false
+}
+
+/// The skill's description: the frontmatter's (a warning when it is over the Agent
+/// Skills limit) or, without one, the body's first line.
+fn skill_description(
+    front: &frontmatter::Frontmatter,
+    body: &str,
+    src: &SourceFile,
+    diags: &mut Diagnostics,
+) -> Option<String> {
+    let Some((description, line)) = &front.description else {
+        // A skill that was written with frontmatter but no description (or a blank one)
+        // is described by its first line, packaged or flat.
+        return derive_description(body);
+    };
+    let chars = description.chars().count();
+    if chars > MAX_DESCRIPTION_CHARS {
+        let listed = if chars > LISTED_DESCRIPTION_CHARS {
+            format!("the system prompt lists its first {LISTED_DESCRIPTION_CHARS} characters")
+        } else {
+            format!(
+                "it is listed in full; eve cuts descriptions at {LISTED_DESCRIPTION_CHARS} characters"
+            )
+        };
+        diags.push(
+            Diagnostic::warning(
+                code::DESCRIPTION_TOO_LONG,
+                format!(
+                    "skill description is {chars} characters, over the Agent Skills limit of {MAX_DESCRIPTION_CHARS}"
+                ),
+            )
+            .at_line(src, *line, None)
+            .note(listed)
+            .help("keep the description to what the skill is for and when to load it; put the rest in the body"),
+        );
+    }
+    Some(description.clone())
+}
+
+/// The error of a skill with no description at all.
+fn report_no_description(name: &str, file: &Loaded, packaged: bool, diags: &mut Diagnostics) {
+    let help = if packaged {
+        "add `description: <when to use this skill>` to the frontmatter of `SKILL.md`"
+    } else {
+        "add a `description` in frontmatter, or a first line to the body"
+    };
+    diags.push(
+        Diagnostic::error(
+            code::SKILL_WITHOUT_DESCRIPTION,
+            format!("skill `{name}` has no description"),
+        )
+        .file(file.display.clone())
+        .note("the system prompt lists each skill's description so that the model knows when to load it")
+        .help(help),
+    );
 }
 
 /// A `name:` that differs from the path: the path wins, so the skill still works.
@@ -380,6 +396,19 @@ fn fix_name(name: &str) -> String {
     } else {
         fixed.chars().take(64).collect()
     }
+}
+
+/// One entry of `skills/`.
+#[derive(Debug, Clone)]
+pub enum SkillFile {
+    /// `skills/<name>.md`
+    Flat { name: String, file: Loaded },
+    /// `skills/<name>/SKILL.md` and its other files (relative to the agent directory).
+    Package {
+        name: String,
+        file: Loaded,
+        resources: Vec<String>,
+    },
 }
 
 impl SkillFile {
