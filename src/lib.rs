@@ -1,5 +1,9 @@
 //! eve: build and run AI agents declared as a directory of files.
 
+// `clippy.toml` lists the file reads the compiler must make through its recorded reads;
+// `compiler/` denies them, the rest of eve may use them.
+#![allow(clippy::disallowed_methods)]
+
 pub mod agent;
 pub mod catalog;
 pub mod cli;

@@ -15,6 +15,8 @@
 //! bad checksum, another agent directory) costs a full build, never a wrong manifest. An
 //! entry modified too close to the start of the build that recorded it ("racily clean":
 //! a later edit in the same timestamp tick would not show) is never trusted.
+// The compiler's reads of the agent directory are made here (see `compiler/mod.rs`).
+#![allow(clippy::disallowed_methods)]
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -321,6 +323,44 @@ pub fn exists(path: &Path) -> bool {
     let fingerprint = Fingerprint::now(path);
     note(path, fingerprint);
     fingerprint.is_some()
+}
+
+/// `fs::symlink_metadata(path)` (the link itself, not followed), with the path recorded.
+pub fn symlink_metadata(path: &Path) -> std::io::Result<std::fs::Metadata> {
+    look(path);
+    std::fs::symlink_metadata(path)
+}
+
+/// `fs::read_link(path)`, with the link recorded.
+pub fn read_link(path: &Path) -> std::io::Result<PathBuf> {
+    look(path);
+    std::fs::read_link(path)
+}
+
+/// The file at `path` opened to read, without following a link and without blocking
+/// (a FIFO opens and reads nothing), recorded.
+#[cfg(unix)]
+pub fn open_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    look(path);
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// The entries under `root` (itself first), in name order, links not followed, each
+/// recorded as it is reached.
+pub fn walk(root: &Path) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> {
+    walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .inspect(|entry| {
+            if let Ok(entry) = entry {
+                look(entry.path());
+            }
+        })
 }
 
 /// `fs::canonicalize(path)`, with the path it names recorded.

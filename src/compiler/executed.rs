@@ -183,8 +183,7 @@ pub fn fold(files: &str, executed: &[crate::manifest::Executed], children: &[Str
 /// What an entry is, hashed: `Ok(digest)`, or why it cannot be part of the definition.
 pub fn digest(top: &Path, boundary: &Path, entry: &str) -> Result<String, String> {
     let path = top.join(entry);
-    cache::look(&path);
-    let meta = match std::fs::symlink_metadata(&path) {
+    let meta = match cache::symlink_metadata(&path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!("`{entry}` is not in the agent directory"));
@@ -192,7 +191,7 @@ pub fn digest(top: &Path, boundary: &Path, entry: &str) -> Result<String, String
         Err(e) => return Err(format!("`{entry}` cannot be read: {e}")),
     };
     let root = if meta.file_type().is_symlink() {
-        let real = std::fs::canonicalize(&path)
+        let real = cache::canonicalize(&path)
             .map_err(|e| format!("`{entry}` is a broken symbolic link: {e}"))?;
         if !real.starts_with(boundary) {
             return Err(format!(
@@ -206,14 +205,10 @@ pub fn digest(top: &Path, boundary: &Path, entry: &str) -> Result<String, String
     let mut hasher = Sha256::new();
     let mut files = 0usize;
     let mut bytes = 0u64;
-    let walk = walkdir::WalkDir::new(&root)
-        .follow_links(false)
-        .sort_by_file_name();
-    for item in walk {
+    for item in cache::walk(&root) {
         let item = item.map_err(|e| format!("`{entry}` cannot be read: {e}"))?;
         let inner = item.path().strip_prefix(&root).unwrap_or(item.path());
         let rel = super::inputs::slash_path(inner);
-        cache::look(item.path());
         let kind = item.file_type();
         hasher.update((rel.len() as u64).to_le_bytes());
         hasher.update(rel.as_bytes());
@@ -226,7 +221,7 @@ pub fn digest(top: &Path, boundary: &Path, entry: &str) -> Result<String, String
         if kind.is_dir() {
             hasher.update(b"d");
         } else if kind.is_symlink() {
-            let target = std::fs::read_link(item.path())
+            let target = cache::read_link(item.path())
                 .map_err(|e| format!("`{entry}/{rel}` cannot be read: {e}"))?;
             hasher.update(b"l");
             hasher.update(target.as_os_str().as_encoded_bytes());
@@ -252,11 +247,7 @@ pub fn digest(top: &Path, boundary: &Path, entry: &str) -> Result<String, String
 /// without blocking), reading at most `room + 1` bytes; returns how many it read.
 fn hash_file(path: &Path, hasher: &mut Sha256, room: u64) -> std::io::Result<u64> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+    let file = cache::open_file(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }

@@ -1,4 +1,10 @@
 //! The compiler: an agent directory in, a validated manifest and diagnostics out.
+//!
+//! It reads the agent directory only through `inputs` and the build cache's recorded
+//! reads (`cache::is_dir`, `cache::canonicalize` …): a direct read would be missing from
+//! the cache's record, and a later build would not see its file change. `clippy.toml`
+//! lists the reads this module denies; `inputs.rs` and `cache.rs` are where they are made.
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 
 pub mod budget;
 pub mod cache;
@@ -195,7 +201,7 @@ pub fn build_after(
 /// What the build cache of `dir` is for: the agent's name and where it is, both of
 /// which the manifest depends on.
 fn identity(dir: &Path) -> String {
-    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let canonical = cache::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     format!("{} {}", agent_name(dir), canonical.display())
 }
 

@@ -81,12 +81,9 @@ fn resolve_from(from: &str, case_file: &str, agent: &Agent<'_>) -> Result<PathBu
     if !crate::compiler::cache::is_dir(&real) {
         return Err(format!("workspace folder `{from}` is not a folder"));
     }
-    for entry in walkdir::WalkDir::new(&real).follow_links(false) {
+    // Each entry recorded: a link added inside shows as a change of its folder.
+    for entry in crate::compiler::cache::walk(&real) {
         let Ok(entry) = entry else { continue };
-        if entry.file_type().is_dir() {
-            // A link added inside shows as a change of its folder.
-            crate::compiler::cache::look(entry.path());
-        }
         if entry.path_is_symlink() {
             let leads_in = crate::compiler::cache::canonicalize(entry.path())
                 .is_ok_and(|target| target.starts_with(&real));

@@ -101,7 +101,7 @@ pub fn check(
                     "the path goes through a symbolic link to outside the agent directory, which eve does not follow",
                 ));
             }
-            Ok(real) if real.is_dir() => {}
+            Ok(real) if crate::compiler::cache::is_dir(&real) => {}
             Ok(_) => {
                 // Files in the skill's folder are listed already; hidden ones never are.
                 let inside_skill =
