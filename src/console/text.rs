@@ -9,8 +9,41 @@ use super::lines::{
     action_line, closing_line, end_reason_text, first_line, format_duration, result_line,
     thousands, waiting_text,
 };
-use super::{Options, Renderer};
+use super::renderer::Renderer;
 use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome};
+
+/// What the text renderer needs to know besides its outputs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--quiet`: only the answer and errors.
+    pub quiet: bool,
+    /// Show a spinner while the model works.
+    pub spinner: bool,
+    /// The command that runs this agent (`eve run my-agent`), shown in hints.
+    pub command: String,
+    /// Note the tools that are not offered (once per `eve dev` is enough).
+    pub notes: bool,
+    /// Whether stdout and stderr are terminals (control characters are then escaped).
+    pub out_tty: bool,
+    pub err_tty: bool,
+    /// Colour the lines on stderr (a terminal, and `NO_COLOR` unset or empty): tool
+    /// calls, results, warnings, the closing line. The model's text stays uncoloured.
+    pub color: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            quiet: false,
+            spinner: false,
+            command: "eve run".into(),
+            notes: true,
+            out_tty: false,
+            err_tty: false,
+            color: false,
+        }
+    }
+}
 
 /// Turns events into text for a person.
 pub struct TextRenderer<O: Write, E: Write> {
