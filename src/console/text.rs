@@ -10,7 +10,7 @@ use super::lines::{
     thousands, waiting_text,
 };
 use super::renderer::Renderer;
-use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome};
+use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome, Unavailable};
 
 /// What the text renderer needs to know besides its outputs.
 #[derive(Debug, Clone)]
@@ -161,19 +161,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 unavailable_tools,
                 warnings,
                 ..
-            } if !self.quiet => {
-                for warning in warnings {
-                    self.note_in(Tone::Warning, &format!("warning: {warning}"));
-                }
-                if self.notes {
-                    for tool in unavailable_tools {
-                        self.note(&format!(
-                            "note: `{}` is not offered to the model: {}",
-                            tool.name, tool.reason
-                        ));
-                    }
-                }
-            }
+            } if !self.quiet => self.started(warnings, unavailable_tools),
             EventKind::ToolsChanged {
                 connection,
                 added,
@@ -192,20 +180,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 self.step_printed_text = false;
                 self.spin("thinking…");
             }
-            EventKind::MessageAppended { text, .. } => {
-                self.stop_spinner();
-                let shown = if self.out_tty {
-                    for_terminal(text)
-                } else {
-                    std::borrow::Cow::Borrowed(text.as_str())
-                };
-                let _ = write!(self.out, "{shown}");
-                let _ = self.out.flush();
-                if !text.is_empty() {
-                    self.out_line_start = text.ends_with('\n');
-                    self.step_printed_text = true;
-                }
-            }
+            EventKind::MessageAppended { text, .. } => self.message(text),
             EventKind::ActionsRequested { actions, .. } if !self.quiet => {
                 for action in actions {
                     self.note_in(Tone::Call, &action_line(&action.name, &action.input));
@@ -232,18 +207,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 self.end_text_line();
             }
             EventKind::InputResolved { resolution, .. } if !self.quiet => {
-                let line = match resolution {
-                    Resolution::Answer { text } => {
-                        format!("  ↳ answered: {}", first_line(text, 160))
-                    }
-                    Resolution::Approved { by: Some(by) } => format!("  ↳ approved ({by})"),
-                    Resolution::Approved { by: None } => "  ↳ approved".to_string(),
-                    Resolution::Denied {
-                        reason: Some(reason),
-                    } => format!("  ↳ denied: {reason}"),
-                    Resolution::Denied { reason: None } => "  ↳ denied".to_string(),
-                };
-                self.note(&line);
+                self.note(&resolved_line(resolution));
             }
             EventKind::CompactionCompleted {
                 tokens_before,
@@ -251,39 +215,64 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 summarised,
                 ..
             } if !self.quiet => {
-                let how = if *summarised {
-                    "summarised older history"
-                } else {
-                    "shortened old tool results"
-                };
-                self.note(&format!(
-                    "· compacted: {how}, about {} → {} tokens",
-                    thousands(*tokens_before),
-                    thousands(*tokens_after)
-                ));
+                self.note(&compacted_line(*tokens_before, *tokens_after, *summarised));
             }
             EventKind::StepFailed {
                 error,
                 retry_in_ms: Some(ms),
                 ..
-            } if !self.quiet => {
-                let discarded = if self.step_printed_text {
-                    " (the partial reply above is discarded)"
-                } else {
-                    ""
-                };
-                self.step_printed_text = false;
-                self.note_in(
-                    Tone::Warning,
-                    &format!(
-                        "! {error}; retrying in {}{discarded}",
-                        format_duration(Duration::from_millis(*ms))
-                    ),
-                );
-                self.spin("retrying…");
-            }
+            } if !self.quiet => self.retrying(error, *ms),
             _ => {}
         }
+    }
+
+    /// The build's warnings and, when asked, the tools the model is not offered.
+    fn started(&mut self, warnings: &[String], unavailable_tools: &[Unavailable]) {
+        for warning in warnings {
+            self.note_in(Tone::Warning, &format!("warning: {warning}"));
+        }
+        if self.notes {
+            for tool in unavailable_tools {
+                self.note(&format!(
+                    "note: `{}` is not offered to the model: {}",
+                    tool.name, tool.reason
+                ));
+            }
+        }
+    }
+
+    /// A piece of the model's reply, to `out`.
+    fn message(&mut self, text: &str) {
+        self.stop_spinner();
+        let shown = if self.out_tty {
+            for_terminal(text)
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
+        let _ = write!(self.out, "{shown}");
+        let _ = self.out.flush();
+        if !text.is_empty() {
+            self.out_line_start = text.ends_with('\n');
+            self.step_printed_text = true;
+        }
+    }
+
+    /// A step failed and is retried in `ms`: what it printed is discarded.
+    fn retrying(&mut self, error: &str, ms: u64) {
+        let discarded = if self.step_printed_text {
+            " (the partial reply above is discarded)"
+        } else {
+            ""
+        };
+        self.step_printed_text = false;
+        self.note_in(
+            Tone::Warning,
+            &format!(
+                "! {error}; retrying in {}{discarded}",
+                format_duration(Duration::from_millis(ms))
+            ),
+        );
+        self.spin("retrying…");
     }
 
     fn finish_text(&mut self, outcome: &TurnOutcome) {
@@ -383,6 +372,35 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
             spinner.finish_and_clear();
         }
     }
+}
+
+/// How a question or an approval was settled, under its request.
+fn resolved_line(resolution: &Resolution) -> String {
+    match resolution {
+        Resolution::Answer { text } => {
+            format!("  ↳ answered: {}", first_line(text, 160))
+        }
+        Resolution::Approved { by: Some(by) } => format!("  ↳ approved ({by})"),
+        Resolution::Approved { by: None } => "  ↳ approved".to_string(),
+        Resolution::Denied {
+            reason: Some(reason),
+        } => format!("  ↳ denied: {reason}"),
+        Resolution::Denied { reason: None } => "  ↳ denied".to_string(),
+    }
+}
+
+/// What a compaction did, and the history's size before and after.
+fn compacted_line(tokens_before: u64, tokens_after: u64, summarised: bool) -> String {
+    let how = if summarised {
+        "summarised older history"
+    } else {
+        "shortened old tool results"
+    };
+    format!(
+        "· compacted: {how}, about {} → {} tokens",
+        thousands(tokens_before),
+        thousands(tokens_after)
+    )
 }
 
 impl<O: Write, E: Write> Renderer for TextRenderer<O, E> {
