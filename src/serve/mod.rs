@@ -7,6 +7,7 @@
 //! [`index::Index`]. At most `--max-turns` turns run at once; the rest wait. Readers of
 //! a session's stream get its log, then the live lines of a running turn ([`live`]).
 
+mod api;
 mod changes;
 mod error;
 mod guard;
@@ -270,7 +271,7 @@ fn recover(state: &State) -> Result<Vec<String>, String> {
                 let pending = replayed
                     .waiting
                     .as_ref()
-                    .map(|w| index::Pending::of(&w.request));
+                    .map(|w| api::Pending::of(&w.request));
                 let entry = index::Entry::idle(events, title, pending);
                 state.index.insert(id, entry, usize::MAX);
             }

@@ -13,19 +13,15 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::api::{MAX_BODY, MAX_MESSAGE, Pending, Status, busy, input_required};
 use super::error::{ApiError, parse};
-use super::index::{Entry, Index, Pending, Status};
+use super::index::{Entry, Index};
 use super::jobs::{self, Job};
 use super::live::Live;
 use super::restate::{self, Job as RestateJob};
 use super::{State, guard, page, stream};
 use crate::protocol::Resolution;
 use crate::session::store;
-
-/// The largest request body taken, in bytes.
-pub const MAX_BODY: usize = 1024 * 1024;
-/// The longest message or answer taken, in bytes.
-pub const MAX_MESSAGE: usize = 256 * 1024;
 
 /// Every route, behind the checks of [`guard`].
 pub fn router(state: Arc<State>) -> Router {
@@ -276,25 +272,6 @@ fn resolution(pending: &Pending, responses: Vec<InputResponse>) -> Result<Resolu
             "an answer to a question takes `text`, or `optionId` (one of its options), not both",
         )),
     }
-}
-
-pub(crate) fn busy(id: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "session_busy",
-        format!(
-            "session {id} is running a turn: wait for it to end (its stream ends then), or cancel it"
-        ),
-    )
-}
-
-pub(crate) fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "input_required",
-        format!("session {id} waits for an answer or an approval: send `inputResponses` first"),
-    )
-    .with("pending", json!(pending))
 }
 
 /// What a request made of a session.

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::object::{Answer, Job, ReadAnswer, Summary, Wake};
 use super::store::{self, Status};
+use crate::serve::api::{self, Pending, Status as ApiStatus, Summary as ListEntry};
 use crate::serve::error::ApiError;
-use crate::serve::index::{Pending, Status as ApiStatus, Summary as ListEntry};
 
 /// How the front reaches Restate.
 #[derive(Debug, Clone)]
@@ -279,8 +279,8 @@ fn refusal(id: &str, answer: &Answer) -> Option<ApiError> {
     let pending = answer.pending.as_ref().and_then(|p| p.pending());
     Some(match answer.code.as_deref() {
         Some("session_not_found") => ApiError::no_session(id),
-        Some("session_busy") => crate::serve::routes::busy(id),
-        Some("input_required") => crate::serve::routes::input_required(id, pending.as_ref()),
+        Some("session_busy") => api::busy(id),
+        Some("input_required") => api::input_required(id, pending.as_ref()),
         Some("session_not_active") => ApiError::new(
             StatusCode::CONFLICT,
             "session_not_active",

@@ -29,9 +29,8 @@ use super::store::{self, Meta, PendingState, Status};
 use super::worker::Worker;
 use crate::harness::durable::Durable;
 use crate::protocol::{EndReason, Event, Journal, Record, Resolution, TurnOutcome};
-use crate::serve::index::Pending;
+use crate::serve::api::{MAX_MESSAGE, Pending};
 use crate::serve::live::line;
-use crate::serve::routes::MAX_MESSAGE;
 use crate::session::replay::{self, Replayed};
 
 /// What a turn invocation does.

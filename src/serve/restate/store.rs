@@ -17,7 +17,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use crate::serve::index::Pending;
+use crate::serve::api::Pending;
 use crate::session::show::Projector;
 
 /// The name of the virtual object, as clients of Restate's ingress call it.

@@ -1,0 +1,95 @@
+//! The session API's wire types, limits and refusals: what plain `eve serve`
+//! (`routes.rs`, `index.rs`) and the API in front of Restate (`restate/`) both answer.
+
+use axum::http::StatusCode;
+use serde::Serialize;
+use serde_json::json;
+
+use super::error::ApiError;
+use crate::protocol::{InputKind, InputRequest};
+
+/// The largest request body taken, in bytes.
+pub const MAX_BODY: usize = 1024 * 1024;
+/// The longest message or answer taken, in bytes.
+pub const MAX_MESSAGE: usize = 256 * 1024;
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// It takes a message.
+    Idle,
+    /// A turn was accepted and waits for one of the `--max-turns` places.
+    Queued,
+    /// A turn runs.
+    Running,
+    /// A turn is parked on a question or an approval (`inputResponses` resumes it).
+    Waiting,
+}
+
+/// What a parked turn waits for, as much as answering it needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    pub request_id: String,
+    /// `question` or `approval`.
+    pub kind: &'static str,
+    pub tool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// The answers a question offers, or `approve` and `deny`.
+    pub options: Vec<String>,
+}
+
+impl Pending {
+    /// The part of a request the index keeps.
+    pub fn of(request: &InputRequest) -> Pending {
+        let (kind, question, options) = match &request.kind {
+            InputKind::Question { question, options } => {
+                ("question", Some(question.clone()), options.clone())
+            }
+            InputKind::Approval => ("approval", None, vec!["approve".into(), "deny".into()]),
+        };
+        Pending {
+            request_id: request.request_id.clone(),
+            kind,
+            tool: request.tool.clone(),
+            question,
+            options,
+        }
+    }
+}
+
+/// A session as `GET /eve/v1/sessions` lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub session_id: String,
+    pub status: Status,
+    /// The number of lines in its stream (the next `startIndex`).
+    pub events: u64,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Pending>,
+}
+
+/// `409 session_busy`: a turn runs.
+pub fn busy(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "session_busy",
+        format!(
+            "session {id} is running a turn: wait for it to end (its stream ends then), or cancel it"
+        ),
+    )
+}
+
+/// `409 input_required`: the session waits for an answer or an approval first.
+pub fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "input_required",
+        format!("session {id} waits for an answer or an approval: send `inputResponses` first"),
+    )
+    .with("pending", json!(pending))
+}
