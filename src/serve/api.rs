@@ -2,7 +2,7 @@
 //! (`routes.rs`, `index.rs`) and the API in front of Restate (`restate/`) both answer.
 
 use axum::http::StatusCode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::error::ApiError;
@@ -13,11 +13,12 @@ pub const MAX_BODY: usize = 1024 * 1024;
 /// The longest message or answer taken, in bytes.
 pub const MAX_MESSAGE: usize = 256 * 1024;
 
-/// Where a session stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Where a session stands: in the API's answers, and in a Restate session's `meta`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// It takes a message.
+    #[default]
     Idle,
     /// A turn was accepted and waits for one of the `--max-turns` places.
     Queued,

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::object::{Answer, Job, ReadAnswer, Summary, Wake};
 use super::store::{self, Status};
-use crate::serve::api::{self, Pending, Status as ApiStatus, Summary as ListEntry};
+use crate::serve::api::{self, Pending, Summary as ListEntry};
 use crate::serve::error::ApiError;
 
 /// How the front reaches Restate.
@@ -38,15 +38,6 @@ fn unavailable(message: String) -> ApiError {
         "restate_unavailable",
         message,
     )
-}
-
-fn status(status: Status) -> ApiStatus {
-    match status {
-        Status::Idle => ApiStatus::Idle,
-        Status::Queued => ApiStatus::Queued,
-        Status::Running => ApiStatus::Running,
-        Status::Waiting => ApiStatus::Waiting,
-    }
 }
 
 impl Backend {
@@ -206,7 +197,7 @@ impl Backend {
                 let meta: store::Meta = serde_json::from_str(row["value_utf8"].as_str()?).ok()?;
                 Some(ListEntry {
                     session_id: id.to_string(),
-                    status: status(meta.status),
+                    status: meta.status,
                     events: meta.events,
                     title: meta.title,
                     pending: meta.pending.as_ref().and_then(|p| p.pending()),
