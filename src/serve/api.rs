@@ -78,7 +78,7 @@ pub struct Summary {
 pub fn busy(id: &str) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
-        "session_busy",
+        Refusal::SessionBusy.code(),
         format!(
             "session {id} is running a turn: wait for it to end (its stream ends then), or cancel it"
         ),
@@ -89,8 +89,74 @@ pub fn busy(id: &str) -> ApiError {
 pub fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
-        "input_required",
+        Refusal::InputRequired.code(),
         format!("session {id} waits for an answer or an approval: send `inputResponses` first"),
     )
     .with("pending", json!(pending))
+}
+
+/// `409 session_not_active`: the session waits for no answer.
+pub fn not_active(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        Refusal::SessionNotActive.code(),
+        format!("session {id} is not waiting for an answer or an approval"),
+    )
+}
+
+/// Why a Restate session's handler refused a request: the code its answer carries,
+/// which is also the code of the API error the front answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    SessionNotFound,
+    SessionExists,
+    SessionFull,
+    SessionBusy,
+    InputRequired,
+    SessionNotActive,
+    RequestNotPending,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 7] = [
+        Refusal::SessionNotFound,
+        Refusal::SessionExists,
+        Refusal::SessionFull,
+        Refusal::SessionBusy,
+        Refusal::InputRequired,
+        Refusal::SessionNotActive,
+        Refusal::RequestNotPending,
+    ];
+
+    /// The code, as the answer and the API error carry it.
+    pub const fn code(self) -> &'static str {
+        match self {
+            Refusal::SessionNotFound => "session_not_found",
+            Refusal::SessionExists => "session_exists",
+            Refusal::SessionFull => "session_full",
+            Refusal::SessionBusy => "session_busy",
+            Refusal::InputRequired => "input_required",
+            Refusal::SessionNotActive => "session_not_active",
+            Refusal::RequestNotPending => "request_not_pending",
+        }
+    }
+
+    /// The refusal a code names (`None` for one eve does not know).
+    pub fn of_code(code: &str) -> Option<Refusal> {
+        Refusal::ALL.into_iter().find(|r| r.code() == code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_refusal_is_read_back_from_its_code() {
+        for refusal in Refusal::ALL {
+            assert_eq!(Refusal::of_code(refusal.code()), Some(refusal));
+        }
+        assert_eq!(Refusal::SessionBusy.code(), "session_busy");
+        assert_eq!(Refusal::of_code("no_such_code"), None);
+    }
 }

@@ -13,7 +13,9 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::api::{MAX_BODY, MAX_MESSAGE, Pending, Status, busy, input_required};
+use super::api::{
+    MAX_BODY, MAX_MESSAGE, Pending, Refusal, Status, busy, input_required, not_active,
+};
 use super::error::{ApiError, parse};
 use super::index::{Entry, Index};
 use super::jobs::{self, Job};
@@ -239,7 +241,7 @@ fn resolution(pending: &Pending, responses: Vec<InputResponse>) -> Result<Resolu
     if response.request_id != pending.request_id {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            "request_not_pending",
+            Refusal::RequestNotPending.code(),
             format!(
                 "the session waits for request `{}`, not `{}`",
                 pending.request_id,
@@ -334,7 +336,7 @@ async fn start(
                 if in_use {
                     return Err(ApiError::new(
                         StatusCode::CONFLICT,
-                        "session_busy",
+                        Refusal::SessionBusy.code(),
                         format!("another eve process is using session {id}; wait for it to end"),
                     ));
                 }
@@ -413,11 +415,7 @@ async fn send(
                     (Some(pending), Some(responses)) if entry.status == Status::Waiting => {
                         resolution(pending, responses).map(Job::Resume)
                     }
-                    _ => Err(ApiError::new(
-                        StatusCode::CONFLICT,
-                        "session_not_active",
-                        format!("session {id} is not waiting for an answer or an approval"),
-                    )),
+                    _ => Err(not_active(&id)),
                 },
             )
             .await
@@ -594,13 +592,7 @@ async fn restate_send(
             let summary = backend.summary(id).await?;
             let pending = match restate::pending_of(&summary) {
                 Some(pending) if summary.status == restate::store::Status::Waiting => pending,
-                _ => {
-                    return Err(ApiError::new(
-                        StatusCode::CONFLICT,
-                        "session_not_active",
-                        format!("session {id} is not waiting for an answer or an approval"),
-                    ));
-                }
+                _ => return Err(not_active(id)),
             };
             let request_id = pending.request_id.clone();
             let resolution = resolution(&pending, responses)?;

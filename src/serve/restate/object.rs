@@ -29,7 +29,7 @@ use super::store::{self, Meta, PendingState, Status};
 use super::worker::Worker;
 use crate::harness::durable::Durable;
 use crate::protocol::{EndReason, Event, Journal, Record, Resolution, TurnOutcome};
-use crate::serve::api::{MAX_MESSAGE, Pending};
+use crate::serve::api::{MAX_MESSAGE, Pending, Refusal};
 use crate::serve::live::line;
 use crate::session::replay::{self, Replayed};
 
@@ -99,10 +99,10 @@ impl Answer {
         }
     }
 
-    fn refused(code: &str, meta: &Meta) -> Answer {
+    fn refused(refusal: Refusal, meta: &Meta) -> Answer {
         Answer {
             ok: false,
-            code: Some(code.to_string()),
+            code: Some(refusal.code().to_string()),
             pending: meta.pending.clone(),
             status: None,
         }
@@ -200,22 +200,28 @@ impl EveSession {
             accept.create,
         ) {
             (Some(_), true) => {
-                return Ok(Json(Answer::refused("session_exists", &Meta::default())));
+                return Ok(Json(Answer::refused(
+                    Refusal::SessionExists,
+                    &Meta::default(),
+                )));
             }
             (None, false) => {
-                return Ok(Json(Answer::refused("session_not_found", &Meta::default())));
+                return Ok(Json(Answer::refused(
+                    Refusal::SessionNotFound,
+                    &Meta::default(),
+                )));
             }
             (None, true) => Meta::default(),
             (Some(meta), false) => meta,
         };
         if meta.full.is_some() {
-            return Ok(Json(Answer::refused("session_full", &meta)));
+            return Ok(Json(Answer::refused(Refusal::SessionFull, &meta)));
         }
         match meta.status {
             Status::Queued | Status::Running => {
-                return Ok(Json(Answer::refused("session_busy", &meta)));
+                return Ok(Json(Answer::refused(Refusal::SessionBusy, &meta)));
             }
-            Status::Waiting => return Ok(Json(Answer::refused("input_required", &meta))),
+            Status::Waiting => return Ok(Json(Answer::refused(Refusal::InputRequired, &meta))),
             Status::Idle => {}
         }
         if let (Job::Turn { message }, true) = (&accept.job, meta.title.is_empty()) {
@@ -359,15 +365,18 @@ impl EveSession {
         Json(respond): Json<Respond>,
     ) -> Result<Json<Answer>, HandlerError> {
         let Some(meta) = meta_of(ctx.get::<Json<Value>>("meta").await?)? else {
-            return Ok(Json(Answer::refused("session_not_found", &Meta::default())));
+            return Ok(Json(Answer::refused(
+                Refusal::SessionNotFound,
+                &Meta::default(),
+            )));
         };
         let (Status::Waiting, Some(pending), Some(awakeable)) =
             (meta.status, &meta.pending, &meta.awakeable)
         else {
-            return Ok(Json(Answer::refused("session_not_active", &meta)));
+            return Ok(Json(Answer::refused(Refusal::SessionNotActive, &meta)));
         };
         if pending.request_id != respond.request_id {
-            return Ok(Json(Answer::refused("request_not_pending", &meta)));
+            return Ok(Json(Answer::refused(Refusal::RequestNotPending, &meta)));
         }
         // Every string of the answer goes into the session's records and stream.
         if let Wake::Resolve {
@@ -388,7 +397,10 @@ impl EveSession {
     #[handler]
     async fn cancel(&self, ctx: SharedObjectContext<'_>) -> Result<Json<Answer>, HandlerError> {
         let Some(meta) = meta_of(ctx.get::<Json<Value>>("meta").await?)? else {
-            return Ok(Json(Answer::refused("session_not_found", &Meta::default())));
+            return Ok(Json(Answer::refused(
+                Refusal::SessionNotFound,
+                &Meta::default(),
+            )));
         };
         let status = match (meta.status, &meta.awakeable, &meta.invocation) {
             (Status::Waiting, Some(awakeable), _) => {
