@@ -7,6 +7,7 @@
 //! A worker listens on two addresses: the deployment endpoint Restate invokes
 //! (HTTP/2), shared by every worker of a machine (`SO_REUSEPORT`), and the API.
 
+mod buffer;
 mod front;
 mod object;
 pub mod store;

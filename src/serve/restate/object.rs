@@ -13,8 +13,8 @@
 //! Everything that arrives here (the handlers' input, the journal's values, the state)
 //! is read as untrusted: a shape eve does not know is a terminal error, never a panic.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
@@ -25,10 +25,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::buffer::Buffer;
 use super::store::{self, Meta, PendingState, Status};
 use super::worker::Worker;
 use crate::harness::durable::Durable;
-use crate::protocol::{EndReason, Event, Journal, Record, Resolution, TurnOutcome};
+use crate::protocol::{EndReason, Record, Resolution, TurnOutcome};
 use crate::serve::api::{MAX_MESSAGE, Pending, Refusal};
 use crate::serve::live::line;
 use crate::session::replay::{self, Replayed};
@@ -426,34 +427,6 @@ fn now_millis() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or_default()
-}
-
-/// The records the harness journaled since they were last taken.
-#[derive(Debug, Default)]
-pub struct Buffer {
-    records: Mutex<Vec<Record>>,
-}
-
-impl Buffer {
-    fn take(&self) -> Vec<Record> {
-        std::mem::take(&mut *crate::sync::lock(&self.records))
-    }
-}
-
-impl Journal for Buffer {
-    fn append(&self, record: &Record) {
-        crate::sync::lock(&self.records).push(record.clone());
-    }
-
-    fn sync(&self) {}
-
-    fn error(&self) -> Option<String> {
-        None
-    }
-
-    // Streamed pieces are not kept, and in Restate mode not sent: readers get each
-    // reply's whole text as a line once its step is journaled.
-    fn stream(&self, _event: &Event) {}
 }
 
 /// A model call or tool call the harness asks the handler to run in `ctx.run`.
