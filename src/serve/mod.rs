@@ -13,6 +13,7 @@ mod error;
 mod guard;
 mod index;
 mod jobs;
+mod keys;
 mod live;
 mod page;
 pub mod restate;
@@ -36,7 +37,7 @@ use crate::session::{show, store};
 /// The variable that holds the token clients must send.
 pub const TOKEN_VAR: &str = "EVE_SERVE_TOKEN";
 
-pub use guard::Token;
+pub use keys::Token;
 
 /// What `eve serve` was asked for.
 #[derive(Debug, Clone)]
@@ -79,7 +80,7 @@ pub struct State {
     /// The body of `GET /eve/v1/info`.
     info: Value,
     /// Who may call (see [`guard`]).
-    keys: guard::Keys,
+    keys: keys::Keys,
     index: index::Index,
     turns: Arc<Semaphore>,
     readers: Arc<Semaphore>,
@@ -104,8 +105,8 @@ pub struct Access<'a> {
 }
 
 /// The keys of a server listening at `local`, and how the person gets in.
-fn access(token: &Token, local: SocketAddr) -> Result<(guard::Keys, String), String> {
-    let (keys, code) = guard::Keys::new(token, local.port())?;
+fn access(token: &Token, local: SocketAddr) -> Result<(keys::Keys, String), String> {
+    let (keys, code) = keys::Keys::new(token, local.port())?;
     let host = match local.ip() {
         ip if ip.is_unspecified() => {
             SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port())
