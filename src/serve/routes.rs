@@ -20,7 +20,7 @@ use super::error::{ApiError, parse};
 use super::index::{Entry, Index};
 use super::jobs::{self, Job};
 use super::live::Live;
-use super::restate::{self, Job as RestateJob};
+use super::restate::{Backend, Job as RestateJob, Summary, Wake, pending_of};
 use super::{State, guard, page, stream};
 use crate::protocol::Resolution;
 use crate::session::store;
@@ -461,7 +461,7 @@ async fn cancel(
         // A turn that is queued has no invocation to cancel until it starts, a moment later.
         for _ in 0..100 {
             let summary = backend.summary(&id).await?;
-            if summary.status != restate::store::Status::Queued {
+            if summary.status != Status::Queued {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -563,18 +563,17 @@ fn readers(state: &State) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError>
 
 /// A message or compaction needs an idle session: checked before `accept`, whose
 /// invocation would otherwise wait behind the running turn.
-fn refuse_unless_idle(id: &str, summary: &restate::Summary) -> Result<(), ApiError> {
-    use restate::store::Status as Stored;
+fn refuse_unless_idle(id: &str, summary: &Summary) -> Result<(), ApiError> {
     match summary.status {
-        Stored::Waiting => Err(input_required(id, restate::pending_of(summary).as_ref())),
-        Stored::Queued | Stored::Running => Err(busy(id)),
-        Stored::Idle => Ok(()),
+        Status::Waiting => Err(input_required(id, pending_of(summary).as_ref())),
+        Status::Queued | Status::Running => Err(busy(id)),
+        Status::Idle => Ok(()),
     }
 }
 
 /// `POST /eve/v1/session/:id` in Restate mode.
 async fn restate_send(
-    backend: &restate::Backend,
+    backend: &Backend,
     id: &str,
     request: SendBody,
 ) -> Result<Response, ApiError> {
@@ -590,14 +589,14 @@ async fn restate_send(
         }
         (None, Some(responses)) => {
             let summary = backend.summary(id).await?;
-            let pending = match restate::pending_of(&summary) {
-                Some(pending) if summary.status == restate::store::Status::Waiting => pending,
+            let pending = match pending_of(&summary) {
+                Some(pending) if summary.status == Status::Waiting => pending,
                 _ => return Err(not_active(id)),
             };
             let request_id = pending.request_id.clone();
             let resolution = resolution(&pending, responses)?;
             backend
-                .respond(id, &request_id, restate::Wake::Resolve { resolution })
+                .respond(id, &request_id, Wake::Resolve { resolution })
                 .await?;
             Ok(accepted(id))
         }
