@@ -84,3 +84,32 @@ pub struct Access<'a> {
     /// The token eve made, when the person chose none (API clients need it).
     pub made: Option<&'a str>,
 }
+
+impl State {
+    /// The state of a server that starts now: no session running, nothing cancelled.
+    pub(super) fn new(
+        config: Config,
+        keys: Keys,
+        agent_dir: PathBuf,
+        manifest: Manifest,
+        info: Value,
+        changes: Arc<Changes>,
+        restate: Option<Backend>,
+    ) -> State {
+        State {
+            keys,
+            turns: Arc::new(Semaphore::new(config.max_turns.max(1))),
+            readers: Arc::new(Semaphore::new(config.max_readers)),
+            agent_dir,
+            manifest: Arc::new(manifest),
+            info,
+            index: Index::default(),
+            shutdown: CancellationToken::new(),
+            abort: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            changes,
+            restate,
+            config,
+        }
+    }
+}
