@@ -74,6 +74,12 @@ pub struct Summary {
     pub pending: Option<Pending>,
 }
 
+/// A session's title, as the list shows it: its first message on one line, shortened.
+pub fn title(message: &str) -> String {
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::shorten(&line, 80)
+}
+
 /// `409 session_busy`: a turn runs.
 pub fn busy(id: &str) -> ApiError {
     ApiError::new(

@@ -125,10 +125,7 @@ fn recover(state: &State) -> Result<Vec<String>, String> {
                 let title = replayed
                     .turns
                     .first()
-                    .map(|t| {
-                        let line = t.input.split_whitespace().collect::<Vec<_>>().join(" ");
-                        crate::text::shorten(&line, 80)
-                    })
+                    .map(|t| api::title(&t.input))
                     .unwrap_or_default();
                 let pending = replayed
                     .waiting

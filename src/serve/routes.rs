@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{
-    MAX_BODY, MAX_MESSAGE, Pending, Refusal, Status, busy, input_required, not_active,
+    MAX_BODY, MAX_MESSAGE, Pending, Refusal, Status, busy, input_required, not_active, title,
 };
 use super::error::{ApiError, parse};
 use super::index::{Entry, Index};
@@ -125,11 +125,6 @@ fn session_path(state: &State, id: &str) -> Result<std::path::PathBuf, ApiError>
         return Err(ApiError::no_session(id));
     }
     Ok(store::path(&state.agent_dir, id))
-}
-
-fn title(message: &str) -> String {
-    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::text::shorten(&line, 80)
 }
 
 fn too_many_sessions(max: usize) -> ApiError {

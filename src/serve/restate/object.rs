@@ -30,7 +30,7 @@ use super::store::{self, Meta, PendingState, Status};
 use super::worker::Worker;
 use crate::harness::durable::Durable;
 use crate::protocol::{EndReason, Record, Resolution, TurnOutcome};
-use crate::serve::api::{MAX_MESSAGE, Pending, Refusal};
+use crate::serve::api::{MAX_MESSAGE, Pending, Refusal, title};
 use crate::serve::live::line;
 use crate::session::replay::{self, Replayed};
 
@@ -226,8 +226,7 @@ impl EveSession {
             Status::Idle => {}
         }
         if let (Job::Turn { message }, true) = (&accept.job, meta.title.is_empty()) {
-            let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-            meta.title = crate::text::shorten(&line, 80);
+            meta.title = title(message);
         }
         let handle = ctx
             .request::<Json<Job>, ()>(
