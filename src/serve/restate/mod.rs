@@ -26,7 +26,7 @@ pub use object::{Job, Summary, Wake};
 pub use worker::{HOLD_AFTER_VAR, HOLD_FILE_VAR};
 
 use super::changes::Changes;
-use super::state::{Access, Config, State, check_addr};
+use super::state::{Config, State};
 use super::{routes, start};
 use crate::manifest::Manifest;
 
@@ -76,9 +76,9 @@ pub async fn serve(
     config: Config,
     restate: Restate,
     running: crate::review::Running,
-    ready: impl FnOnce(&Ready, &[String], &Access<'_>),
+    ready: impl FnOnce(&Ready, &[String], &super::Access<'_>),
 ) -> Result<(), String> {
-    check_addr(&config.addr, config.token.chosen)?;
+    super::check_addr(&config.addr, config.token.chosen)?;
     check_endpoint(&restate.endpoint, restate.identity_key.is_some())?;
     let agent_dir = agent_dir
         .canonicalize()
@@ -129,7 +129,7 @@ pub async fn serve(
             registered,
         },
         &warnings,
-        &Access { link, made },
+        &super::Access { link, made },
     );
     let checker = worker.changes.spawn(
         state.agent_dir.clone(),
