@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use super::Renderer;
+use super::renderer::Renderer;
 use crate::protocol::{Event, EventKind, TurnOutcome, Usage};
 
 /// Prints nothing until the end, then one JSON object; an early failure is also said

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::Renderer;
+use super::renderer::Renderer;
 use crate::protocol::{Event, TurnOutcome};
 
 /// Prints each event as a JSON line; errors before the run go to `err`.

@@ -9,8 +9,41 @@ use super::lines::{
     action_line, closing_line, end_reason_text, first_line, format_duration, result_line,
     thousands, waiting_text,
 };
-use super::{Options, Renderer};
-use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome};
+use super::renderer::Renderer;
+use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome, Unavailable};
+
+/// What the text renderer needs to know besides its outputs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `--quiet`: only the answer and errors.
+    pub quiet: bool,
+    /// Show a spinner while the model works.
+    pub spinner: bool,
+    /// The command that runs this agent (`eve run my-agent`), shown in hints.
+    pub command: String,
+    /// Note the tools that are not offered (once per `eve dev` is enough).
+    pub notes: bool,
+    /// Whether stdout and stderr are terminals (control characters are then escaped).
+    pub out_tty: bool,
+    pub err_tty: bool,
+    /// Colour the lines on stderr (a terminal, and `NO_COLOR` unset or empty): tool
+    /// calls, results, warnings, the closing line. The model's text stays uncoloured.
+    pub color: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            quiet: false,
+            spinner: false,
+            command: "eve run".into(),
+            notes: true,
+            out_tty: false,
+            err_tty: false,
+            color: false,
+        }
+    }
+}
 
 /// Turns events into text for a person.
 pub struct TextRenderer<O: Write, E: Write> {
@@ -128,19 +161,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 unavailable_tools,
                 warnings,
                 ..
-            } if !self.quiet => {
-                for warning in warnings {
-                    self.note_in(Tone::Warning, &format!("warning: {warning}"));
-                }
-                if self.notes {
-                    for tool in unavailable_tools {
-                        self.note(&format!(
-                            "note: `{}` is not offered to the model: {}",
-                            tool.name, tool.reason
-                        ));
-                    }
-                }
-            }
+            } if !self.quiet => self.started(warnings, unavailable_tools),
             EventKind::ToolsChanged {
                 connection,
                 added,
@@ -159,20 +180,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 self.step_printed_text = false;
                 self.spin("thinking…");
             }
-            EventKind::MessageAppended { text, .. } => {
-                self.stop_spinner();
-                let shown = if self.out_tty {
-                    for_terminal(text)
-                } else {
-                    std::borrow::Cow::Borrowed(text.as_str())
-                };
-                let _ = write!(self.out, "{shown}");
-                let _ = self.out.flush();
-                if !text.is_empty() {
-                    self.out_line_start = text.ends_with('\n');
-                    self.step_printed_text = true;
-                }
-            }
+            EventKind::MessageAppended { text, .. } => self.message(text),
             EventKind::ActionsRequested { actions, .. } if !self.quiet => {
                 for action in actions {
                     self.note_in(Tone::Call, &action_line(&action.name, &action.input));
@@ -199,18 +207,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 self.end_text_line();
             }
             EventKind::InputResolved { resolution, .. } if !self.quiet => {
-                let line = match resolution {
-                    Resolution::Answer { text } => {
-                        format!("  ↳ answered: {}", first_line(text, 160))
-                    }
-                    Resolution::Approved { by: Some(by) } => format!("  ↳ approved ({by})"),
-                    Resolution::Approved { by: None } => "  ↳ approved".to_string(),
-                    Resolution::Denied {
-                        reason: Some(reason),
-                    } => format!("  ↳ denied: {reason}"),
-                    Resolution::Denied { reason: None } => "  ↳ denied".to_string(),
-                };
-                self.note(&line);
+                self.note(&resolved_line(resolution));
             }
             EventKind::CompactionCompleted {
                 tokens_before,
@@ -218,39 +215,64 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 summarised,
                 ..
             } if !self.quiet => {
-                let how = if *summarised {
-                    "summarised older history"
-                } else {
-                    "shortened old tool results"
-                };
-                self.note(&format!(
-                    "· compacted: {how}, about {} → {} tokens",
-                    thousands(*tokens_before),
-                    thousands(*tokens_after)
-                ));
+                self.note(&compacted_line(*tokens_before, *tokens_after, *summarised));
             }
             EventKind::StepFailed {
                 error,
                 retry_in_ms: Some(ms),
                 ..
-            } if !self.quiet => {
-                let discarded = if self.step_printed_text {
-                    " (the partial reply above is discarded)"
-                } else {
-                    ""
-                };
-                self.step_printed_text = false;
-                self.note_in(
-                    Tone::Warning,
-                    &format!(
-                        "! {error}; retrying in {}{discarded}",
-                        format_duration(Duration::from_millis(*ms))
-                    ),
-                );
-                self.spin("retrying…");
-            }
+            } if !self.quiet => self.retrying(error, *ms),
             _ => {}
         }
+    }
+
+    /// The build's warnings and, when asked, the tools the model is not offered.
+    fn started(&mut self, warnings: &[String], unavailable_tools: &[Unavailable]) {
+        for warning in warnings {
+            self.note_in(Tone::Warning, &format!("warning: {warning}"));
+        }
+        if self.notes {
+            for tool in unavailable_tools {
+                self.note(&format!(
+                    "note: `{}` is not offered to the model: {}",
+                    tool.name, tool.reason
+                ));
+            }
+        }
+    }
+
+    /// A piece of the model's reply, to `out`.
+    fn message(&mut self, text: &str) {
+        self.stop_spinner();
+        let shown = if self.out_tty {
+            for_terminal(text)
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
+        let _ = write!(self.out, "{shown}");
+        let _ = self.out.flush();
+        if !text.is_empty() {
+            self.out_line_start = text.ends_with('\n');
+            self.step_printed_text = true;
+        }
+    }
+
+    /// A step failed and is retried in `ms`: what it printed is discarded.
+    fn retrying(&mut self, error: &str, ms: u64) {
+        let discarded = if self.step_printed_text {
+            " (the partial reply above is discarded)"
+        } else {
+            ""
+        };
+        self.step_printed_text = false;
+        self.note_in(
+            Tone::Warning,
+            &format!(
+                "! {error}; retrying in {}{discarded}",
+                format_duration(Duration::from_millis(ms))
+            ),
+        );
+        self.spin("retrying…");
     }
 
     fn finish_text(&mut self, outcome: &TurnOutcome) {
@@ -350,6 +372,35 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
             spinner.finish_and_clear();
         }
     }
+}
+
+/// How a question or an approval was settled, under its request.
+fn resolved_line(resolution: &Resolution) -> String {
+    match resolution {
+        Resolution::Answer { text } => {
+            format!("  ↳ answered: {}", first_line(text, 160))
+        }
+        Resolution::Approved { by: Some(by) } => format!("  ↳ approved ({by})"),
+        Resolution::Approved { by: None } => "  ↳ approved".to_string(),
+        Resolution::Denied {
+            reason: Some(reason),
+        } => format!("  ↳ denied: {reason}"),
+        Resolution::Denied { reason: None } => "  ↳ denied".to_string(),
+    }
+}
+
+/// What a compaction did, and the history's size before and after.
+fn compacted_line(tokens_before: u64, tokens_after: u64, summarised: bool) -> String {
+    let how = if summarised {
+        "summarised older history"
+    } else {
+        "shortened old tool results"
+    };
+    format!(
+        "· compacted: {how}, about {} → {} tokens",
+        thousands(tokens_before),
+        thousands(tokens_after)
+    )
 }
 
 impl<O: Write, E: Write> Renderer for TextRenderer<O, E> {

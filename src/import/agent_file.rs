@@ -65,25 +65,7 @@ pub fn convert(front: &Front, rel: &str, cx: &Context<'_>) -> Subagent {
             "{why}: `name`, `description` and the other fields were read line by line; check `agent.toml`"
         )));
     }
-    let stem = rel
-        .rsplit('/')
-        .next()
-        .unwrap_or(rel)
-        .trim_end_matches(".md");
-    let written = front.text("name").unwrap_or_else(|| stem.to_string());
-    let base = slug(&written).unwrap_or_else(|| "agent".to_string());
-    let base = if (cx.taken)(&base) && crate::tools::builtin::CATALOG.find(&base).is_some() {
-        format!("{base}-agent")
-    } else {
-        base
-    };
-    let name = unique(&base, cx.taken);
-    if name != written {
-        notes.push(Note::Changed(format!(
-            "name `{}` → `{name}` (a subagent is named after its folder: lowercase letters, digits, `-` and `_`, and no tool of the parent's name)",
-            shown(&written)
-        )));
-    }
+    let name = subagent_name(front, rel, cx, &mut notes);
 
     let mut toml = format!(
         "# Imported by `eve import claude` from {} (a Claude Code subagent).\n",
@@ -142,8 +124,43 @@ pub fn convert(front: &Front, rel: &str, cx: &Context<'_>) -> Subagent {
     }
 
     let mut files = vec![("agent.toml".to_string(), toml)];
-    let body = front.body.trim_matches('\n');
-    let instructions = if body.trim().is_empty() {
+    files.push((
+        "instructions.md".to_string(),
+        instructions(&front.body, &name, &mut notes),
+    ));
+    files.extend(plan.files(cx.servers_from));
+    Subagent { name, files, notes }
+}
+
+/// The subagent's name: its `name` (or the file's), as a folder name no tool of the
+/// parent has.
+fn subagent_name(front: &Front, rel: &str, cx: &Context<'_>, notes: &mut Vec<Note>) -> String {
+    let stem = rel
+        .rsplit('/')
+        .next()
+        .unwrap_or(rel)
+        .trim_end_matches(".md");
+    let written = front.text("name").unwrap_or_else(|| stem.to_string());
+    let base = slug(&written).unwrap_or_else(|| "agent".to_string());
+    let base = if (cx.taken)(&base) && crate::tools::builtin::CATALOG.find(&base).is_some() {
+        format!("{base}-agent")
+    } else {
+        base
+    };
+    let name = unique(&base, cx.taken);
+    if name != written {
+        notes.push(Note::Changed(format!(
+            "name `{}` → `{name}` (a subagent is named after its folder: lowercase letters, digits, `-` and `_`, and no tool of the parent's name)",
+            shown(&written)
+        )));
+    }
+    name
+}
+
+/// `instructions.md`: the agent file's body, kept literal.
+fn instructions(body: &str, name: &str, notes: &mut Vec<Note>) -> String {
+    let body = body.trim_matches('\n');
+    if body.trim().is_empty() {
         notes.push(Note::Changed(
             "the agent file has no body: `instructions.md` only names the subagent".into(),
         ));
@@ -156,30 +173,7 @@ pub fn convert(front: &Front, rel: &str, cx: &Context<'_>) -> Subagent {
             ));
         }
         format!("{text}\n")
-    };
-    files.push(("instructions.md".to_string(), instructions));
-    for builtin in &plan.opted_in {
-        files.push((
-            format!("tools/{builtin}.toml"),
-            "# Opted in: the Claude Code agent lists this tool (`default_tools = false` leaves out the others).\n"
-                .to_string(),
-        ));
     }
-    for builtin in &plan.disabled {
-        files.push((
-            format!("tools/{builtin}.toml"),
-            "# The Claude Code agent's `disallowedTools` names this tool.\ndisabled = true\n"
-                .to_string(),
-        ));
-    }
-    for used in plan.servers.values() {
-        files.push((
-            format!("connections/{}.toml", used.server.name),
-            used.server
-                .file(cx.servers_from, 2, used.allow.as_deref(), &used.block),
-        ));
-    }
-    Subagent { name, files, notes }
 }
 
 /// A TOML string for a value that may span lines: a multi-line literal string when it
@@ -229,6 +223,111 @@ struct Plan<'a> {
     servers: BTreeMap<&'a str, Use<'a>>,
 }
 
+impl Plan<'_> {
+    /// The `tools/` and `connections/` files that make the plan.
+    fn files(&self, servers_from: &str) -> Vec<(String, String)> {
+        let mut files = Vec::new();
+        for builtin in &self.opted_in {
+            files.push((
+                format!("tools/{builtin}.toml"),
+                "# Opted in: the Claude Code agent lists this tool (`default_tools = false` leaves out the others).\n"
+                    .to_string(),
+            ));
+        }
+        for builtin in &self.disabled {
+            files.push((
+                format!("tools/{builtin}.toml"),
+                "# The Claude Code agent's `disallowedTools` names this tool.\ndisabled = true\n"
+                    .to_string(),
+            ));
+        }
+        for used in self.servers.values() {
+            files.push((
+                format!("connections/{}.toml", used.server.name),
+                used.server
+                    .file(servers_from, 2, used.allow.as_deref(), &used.block),
+            ));
+        }
+        files
+    }
+}
+
+impl<'a> Plan<'a> {
+    /// Lets the subagent use the MCP tool `entry` (`mcp__` then `rest`) lists: the line
+    /// saying what it became, or the note saying why it cannot.
+    fn allow_mcp(&mut self, entry: &str, rest: &str, cx: &Context<'a>) -> Result<String, Note> {
+        match mcp_tool(rest, cx) {
+            Some((server, tool)) => {
+                let allow = &mut self
+                    .servers
+                    .entry(&server.name)
+                    .or_insert(Use {
+                        server,
+                        allow: Some(Vec::new()),
+                        block: Vec::new(),
+                    })
+                    .allow;
+                let shown_as = match &tool {
+                    Some(tool) => {
+                        if let Some(allow) = allow {
+                            allow.push(tool.clone());
+                        }
+                        format!("`{}__{tool}`", server.name)
+                    }
+                    None => {
+                        *allow = None;
+                        format!("every tool of connection `{}`", server.name)
+                    }
+                };
+                Ok(format!("`{}` → {shown_as}", shown(entry)))
+            }
+            None => Err(Note::Dropped(format!(
+                "tool `{}`: no MCP server of that name in the imported files",
+                shown(entry)
+            ))),
+        }
+    }
+
+    /// Leaves out what `disallowedTools` names.
+    fn disallow(&mut self, disallowed: &[String], cx: &Context<'a>, notes: &mut Vec<Note>) {
+        for entry in disallowed {
+            if let Some(rest) = entry.strip_prefix("mcp__") {
+                match mcp_tool(rest, cx) {
+                    Some((server, Some(tool))) => {
+                        if let Some(used) = self.servers.get_mut(server.name.as_str()) {
+                            used.block.push(tool);
+                        }
+                    }
+                    Some((server, None)) => {
+                        self.servers.remove(server.name.as_str());
+                    }
+                    None => notes.push(Note::Dropped(format!(
+                        "disallowed tool `{}`: no MCP server of that name in the imported files",
+                        shown(entry)
+                    ))),
+                }
+                continue;
+            }
+            let (name, _) = tool_names::split_rule(entry);
+            match tool_names::map(name) {
+                Some(Mapped::Builtin(builtin)) => {
+                    if !self.opted_in.remove(builtin) && !self.restricted {
+                        self.disabled.insert(builtin);
+                    }
+                    notes.push(Note::Changed(format!(
+                        "disallowed `{}` → `{builtin}` left out",
+                        shown(entry)
+                    )));
+                }
+                _ => notes.push(Note::Dropped(format!(
+                    "disallowed tool `{}`: eve has no such tool",
+                    shown(entry)
+                ))),
+            }
+        }
+    }
+}
+
 fn plan_tools<'a>(
     tools: Option<&[String]>,
     disallowed: &[String],
@@ -264,35 +363,9 @@ fn plan_tools<'a>(
     let mut unmapped = Vec::new();
     for entry in tools.unwrap_or_default().iter().filter(|e| *e != "*") {
         if let Some(rest) = entry.strip_prefix("mcp__") {
-            match mcp_tool(rest, cx) {
-                Some((server, tool)) => {
-                    let allow = &mut plan
-                        .servers
-                        .entry(&server.name)
-                        .or_insert(Use {
-                            server,
-                            allow: Some(Vec::new()),
-                            block: Vec::new(),
-                        })
-                        .allow;
-                    let shown_as = match &tool {
-                        Some(tool) => {
-                            if let Some(allow) = allow {
-                                allow.push(tool.clone());
-                            }
-                            format!("`{}__{tool}`", server.name)
-                        }
-                        None => {
-                            *allow = None;
-                            format!("every tool of connection `{}`", server.name)
-                        }
-                    };
-                    mapped.push(format!("`{}` → {shown_as}", shown(entry)));
-                }
-                None => unmapped.push(Note::Dropped(format!(
-                    "tool `{}`: no MCP server of that name in the imported files",
-                    shown(entry)
-                ))),
+            match plan.allow_mcp(entry, rest, cx) {
+                Ok(line) => mapped.push(line),
+                Err(note) => unmapped.push(note),
             }
             continue;
         }
@@ -329,41 +402,7 @@ fn plan_tools<'a>(
         ));
     }
     notes.extend(unmapped);
-    for entry in disallowed {
-        if let Some(rest) = entry.strip_prefix("mcp__") {
-            match mcp_tool(rest, cx) {
-                Some((server, Some(tool))) => {
-                    if let Some(used) = plan.servers.get_mut(server.name.as_str()) {
-                        used.block.push(tool);
-                    }
-                }
-                Some((server, None)) => {
-                    plan.servers.remove(server.name.as_str());
-                }
-                None => notes.push(Note::Dropped(format!(
-                    "disallowed tool `{}`: no MCP server of that name in the imported files",
-                    shown(entry)
-                ))),
-            }
-            continue;
-        }
-        let (name, _) = tool_names::split_rule(entry);
-        match tool_names::map(name) {
-            Some(Mapped::Builtin(builtin)) => {
-                if !plan.opted_in.remove(builtin) && !plan.restricted {
-                    plan.disabled.insert(builtin);
-                }
-                notes.push(Note::Changed(format!(
-                    "disallowed `{}` → `{builtin}` left out",
-                    shown(entry)
-                )));
-            }
-            _ => notes.push(Note::Dropped(format!(
-                "disallowed tool `{}`: eve has no such tool",
-                shown(entry)
-            ))),
-        }
-    }
+    plan.disallow(disallowed, cx, notes);
     plan
 }
 

@@ -144,22 +144,7 @@ pub fn read(json: &Value, taken: &dyn Fn(&str) -> bool) -> Servers {
 fn server(original: &str, name: &str, config: &Value) -> Result<Server, String> {
     let config = config.as_object().ok_or("its settings are not an object")?;
     let text = |key: &str| config.get(key).and_then(Value::as_str);
-    let transport = match (
-        text("type"),
-        config.contains_key("command"),
-        config.contains_key("url"),
-    ) {
-        (Some("stdio"), _, _) | (None, true, _) => "stdio",
-        (Some("http"), _, _) | (Some("streamable-http"), _, _) | (None, false, true) => "http",
-        (Some("sse"), _, _) => "sse",
-        (Some(other), _, _) => {
-            return Err(format!(
-                "its type `{}` is not a transport eve speaks (stdio, http, sse)",
-                shown(other)
-            ));
-        }
-        (None, false, false) => return Err("it has neither `command` nor `url`".into()),
-    };
+    let transport = transport_of(config)?;
     let mut notes = Vec::new();
     let mut variables = Vec::new();
     let mut command_line = Vec::new();
@@ -167,25 +152,7 @@ fn server(original: &str, name: &str, config: &Value) -> Result<Server, String> 
     let mut known = vec!["type"];
     if transport == "stdio" {
         known.extend(["command", "args", "env"]);
-        let command = text("command")
-            .filter(|c| !c.trim().is_empty())
-            .ok_or("its `command` is not a program name")?;
-        let mut argv = vec![command.to_string()];
-        match config.get("args") {
-            None => {}
-            Some(Value::Array(args)) => {
-                for arg in args {
-                    let arg = arg
-                        .as_str()
-                        .ok_or("an entry of its `args` is not a string")?;
-                    argv.push(arg.to_string());
-                }
-            }
-            Some(_) => return Err("its `args` is not a list of strings".into()),
-        }
-        for arg in &argv {
-            check_command_part(arg)?;
-        }
+        let argv = argv_of(config)?;
         if argv.iter().any(|a| a.contains(PLUGIN_ROOT)) {
             notes.push(Note::Changed(format!(
                 "`{PLUGIN_ROOT}` → `{{{{ agent_dir }}}}`: copy the files the server needs from the plugin into the agent directory"
@@ -205,18 +172,7 @@ fn server(original: &str, name: &str, config: &Value) -> Result<Server, String> 
     } else {
         known.extend(["url", "headers"]);
         let url = text("url").ok_or("its `url` is not a string")?;
-        if url.contains("${") {
-            return Err(format!(
-                "its `url` reads environment variables (`{}`), and eve reads them only in `env` and `headers`",
-                shown(url)
-            ));
-        }
-        if !(url.starts_with("https://") || url.starts_with("http://")) {
-            return Err(format!(
-                "its `url` `{}` is not an http or https URL",
-                shown(url)
-            ));
-        }
+        check_url(url)?;
         body.push_str(&format!("url = {}\n", toml_string(url)));
         let header = |n: &str| {
             reqwest::header::HeaderName::from_bytes(n.as_bytes()).is_ok()
@@ -260,6 +216,70 @@ fn server(original: &str, name: &str, config: &Value) -> Result<Server, String> 
         variables,
         notes,
     })
+}
+
+/// The transport a server's settings ask for: `stdio`, `http` or `sse`.
+fn transport_of(config: &serde_json::Map<String, Value>) -> Result<&'static str, String> {
+    let text = |key: &str| config.get(key).and_then(Value::as_str);
+    let transport = match (
+        text("type"),
+        config.contains_key("command"),
+        config.contains_key("url"),
+    ) {
+        (Some("stdio"), _, _) | (None, true, _) => "stdio",
+        (Some("http"), _, _) | (Some("streamable-http"), _, _) | (None, false, true) => "http",
+        (Some("sse"), _, _) => "sse",
+        (Some(other), _, _) => {
+            return Err(format!(
+                "its type `{}` is not a transport eve speaks (stdio, http, sse)",
+                shown(other)
+            ));
+        }
+        (None, false, false) => return Err("it has neither `command` nor `url`".into()),
+    };
+    Ok(transport)
+}
+
+/// A stdio server's command line: its `command` and `args`, each checked.
+fn argv_of(config: &serde_json::Map<String, Value>) -> Result<Vec<String>, String> {
+    let text = |key: &str| config.get(key).and_then(Value::as_str);
+    let command = text("command")
+        .filter(|c| !c.trim().is_empty())
+        .ok_or("its `command` is not a program name")?;
+    let mut argv = vec![command.to_string()];
+    match config.get("args") {
+        None => {}
+        Some(Value::Array(args)) => {
+            for arg in args {
+                let arg = arg
+                    .as_str()
+                    .ok_or("an entry of its `args` is not a string")?;
+                argv.push(arg.to_string());
+            }
+        }
+        Some(_) => return Err("its `args` is not a list of strings".into()),
+    }
+    for arg in &argv {
+        check_command_part(arg)?;
+    }
+    Ok(argv)
+}
+
+/// An HTTP server's `url` is an http or https URL and reads no variable.
+fn check_url(url: &str) -> Result<(), String> {
+    if url.contains("${") {
+        return Err(format!(
+            "its `url` reads environment variables (`{}`), and eve reads them only in `env` and `headers`",
+            shown(url)
+        ));
+    }
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Err(format!(
+            "its `url` `{}` is not an http or https URL",
+            shown(url)
+        ));
+    }
+    Ok(())
 }
 
 /// One element of a stdio command line may read `${CLAUDE_PLUGIN_ROOT}` (it becomes the

@@ -148,79 +148,7 @@ impl<'a> Planner<'a> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let (name, description, what) = match layout {
-            Layout::Folder { base, plugin } => {
-                let manifest = if *plugin { self.plugin_json() } else { None };
-                let name = manifest
-                    .as_ref()
-                    .and_then(|m| m.get("name"))
-                    .and_then(|n| n.as_str())
-                    .map(str::to_string);
-                let description = manifest
-                    .as_ref()
-                    .and_then(|m| m.get("description"))
-                    .and_then(|n| n.as_str())
-                    .map(str::to_string);
-                let project = base == ".claude";
-                let name = name.unwrap_or_else(|| {
-                    if folder_name == ".claude" {
-                        "claude-agent".into()
-                    } else {
-                        folder_name.clone()
-                    }
-                });
-                let what = if *plugin {
-                    format!("the Claude Code plugin `{}`", shown(&name))
-                } else if project {
-                    format!("the Claude Code project `{}`", shown(&name))
-                } else {
-                    format!("the Claude Code folder `{}`", shown(&folder_name))
-                };
-                self.mcp(".mcp.json", manifest.as_ref());
-                let extra = |key: &str| {
-                    manifest
-                        .as_ref()
-                        .map(|m| component_paths(m.get(key)))
-                        .unwrap_or_default()
-                };
-                let (skill_paths, command_paths, agent_paths) =
-                    (extra("skills"), extra("commands"), extra("agents"));
-                let plugin_name = manifest
-                    .as_ref()
-                    .and_then(|m| m.get("name"))
-                    .and_then(|n| n.as_str())
-                    .map(str::to_string);
-                let parts = |default: &str, extra: Vec<String>| {
-                    let default = join(base, default);
-                    let present = self.source.kind(&default) != Kind::Missing;
-                    present
-                        .then_some(default)
-                        .into_iter()
-                        .chain(extra)
-                        .collect::<Vec<_>>()
-                };
-                let (skills, commands, agents) = (
-                    parts("skills", skill_paths),
-                    parts("commands", command_paths),
-                    parts("agents", agent_paths),
-                );
-                for dir in skills {
-                    if self.exists(&dir) {
-                        self.skills(&dir)?;
-                    }
-                }
-                for entry in commands {
-                    if self.exists(&entry) {
-                        self.commands(&entry, &entry, 0)?;
-                    }
-                }
-                for entry in agents {
-                    if self.exists(&entry) {
-                        self.agents(&entry, plugin_name.as_deref())?;
-                    }
-                }
-                self.left_out_entries(base, project);
-                (name, description, what)
-            }
+            Layout::Folder { base, plugin } => self.folder(base, *plugin, &folder_name)?,
             Layout::Agents => {
                 self.agents("", None)?;
                 let what = "a folder of Claude Code agent files".to_string();
@@ -246,6 +174,88 @@ impl<'a> Planner<'a> {
             report: self.report,
             top,
         })
+    }
+
+    /// A Claude Code folder (a plugin's, a project's `.claude/`, or one with a
+    /// `.mcp.json`): its skills, commands, agents and MCP servers. Returns the agent's
+    /// name and description, and what was imported (for the report).
+    fn folder(
+        &mut self,
+        base: &str,
+        plugin: bool,
+        folder_name: &str,
+    ) -> anyhow::Result<(String, Option<String>, String)> {
+        let manifest = if plugin { self.plugin_json() } else { None };
+        let name = manifest
+            .as_ref()
+            .and_then(|m| m.get("name"))
+            .and_then(|n| n.as_str())
+            .map(str::to_string);
+        let description = manifest
+            .as_ref()
+            .and_then(|m| m.get("description"))
+            .and_then(|n| n.as_str())
+            .map(str::to_string);
+        let project = base == ".claude";
+        let name = name.unwrap_or_else(|| {
+            if folder_name == ".claude" {
+                "claude-agent".into()
+            } else {
+                folder_name.to_string()
+            }
+        });
+        let what = if plugin {
+            format!("the Claude Code plugin `{}`", shown(&name))
+        } else if project {
+            format!("the Claude Code project `{}`", shown(&name))
+        } else {
+            format!("the Claude Code folder `{}`", shown(folder_name))
+        };
+        self.mcp(".mcp.json", manifest.as_ref());
+        let extra = |key: &str| {
+            manifest
+                .as_ref()
+                .map(|m| component_paths(m.get(key)))
+                .unwrap_or_default()
+        };
+        let (skill_paths, command_paths, agent_paths) =
+            (extra("skills"), extra("commands"), extra("agents"));
+        let plugin_name = manifest
+            .as_ref()
+            .and_then(|m| m.get("name"))
+            .and_then(|n| n.as_str())
+            .map(str::to_string);
+        let parts = |default: &str, extra: Vec<String>| {
+            let default = join(base, default);
+            let present = self.source.kind(&default) != Kind::Missing;
+            present
+                .then_some(default)
+                .into_iter()
+                .chain(extra)
+                .collect::<Vec<_>>()
+        };
+        let (skills, commands, agents) = (
+            parts("skills", skill_paths),
+            parts("commands", command_paths),
+            parts("agents", agent_paths),
+        );
+        for dir in skills {
+            if self.exists(&dir) {
+                self.skills(&dir)?;
+            }
+        }
+        for entry in commands {
+            if self.exists(&entry) {
+                self.commands(&entry, &entry, 0)?;
+            }
+        }
+        for entry in agents {
+            if self.exists(&entry) {
+                self.agents(&entry, plugin_name.as_deref())?;
+            }
+        }
+        self.left_out_entries(base, project);
+        Ok((name, description, what))
     }
 
     /// Whether `rel` exists; a path `plugin.json` names that does not is reported.

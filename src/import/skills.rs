@@ -65,39 +65,9 @@ pub fn copy(
             None => (entry.as_str(), false),
         };
         let kind = source.kind(&rel);
-        match (&kind, flat) {
-            (Kind::Dir(_), _) => {
-                if source.kind(&join(&rel, "SKILL.md")) != Kind::File {
-                    left_out.push((
-                        format!("{rel}/"),
-                        "a folder without `SKILL.md` is not a skill".into(),
-                    ));
-                    continue;
-                }
-                // The skill is its `SKILL.md`: one eve cannot build from (too large for
-                // the compiler, not UTF-8) leaves out the whole folder, not an empty copy.
-                if let Err(why) = source.read_text(&join(&rel, "SKILL.md")) {
-                    left_out.push((format!("{rel}/"), format!("its `SKILL.md` {why}")));
-                    continue;
-                }
-            }
-            (Kind::File, true) => {}
-            (Kind::File, false) => {
-                left_out.push((
-                    rel,
-                    "not a skill (a skill is a folder with `SKILL.md`, or a `.md` file)".into(),
-                ));
-                continue;
-            }
-            (Kind::Refused(why), _) => {
-                left_out.push((rel, why.clone()));
-                continue;
-            }
-            (Kind::Special(what), _) => {
-                left_out.push((rel, format!("{what}, not read")));
-                continue;
-            }
-            (Kind::Missing, _) => continue,
+        if let Err(left) = check_skill(source, &rel, &kind, flat) {
+            left_out.extend(left);
+            continue;
         }
         let mut notes = Vec::new();
         let base = slug(stem).unwrap_or_else(|| "skill".to_string());
@@ -133,6 +103,46 @@ pub fn copy(
         });
     }
     Ok(Outcome { copied, left_out })
+}
+
+/// Whether the entry `rel` (of `kind`; `flat`: a `.md` file) is a skill eve can copy:
+/// `Err` with the entry left out and why, or `None` for one to skip without a word.
+fn check_skill(
+    source: &Source,
+    rel: &str,
+    kind: &Kind,
+    flat: bool,
+) -> Result<(), Option<(String, String)>> {
+    match (kind, flat) {
+        (Kind::Dir(_), _) => {
+            if source.kind(&join(rel, "SKILL.md")) != Kind::File {
+                return Err(Some((
+                    format!("{rel}/"),
+                    "a folder without `SKILL.md` is not a skill".into(),
+                )));
+            }
+            // The skill is its `SKILL.md`: one eve cannot build from (too large for
+            // the compiler, not UTF-8) leaves out the whole folder, not an empty copy.
+            if let Err(why) = source.read_text(&join(rel, "SKILL.md")) {
+                return Err(Some((format!("{rel}/"), format!("its `SKILL.md` {why}"))));
+            }
+        }
+        (Kind::File, true) => {}
+        (Kind::File, false) => {
+            return Err(Some((
+                rel.to_string(),
+                "not a skill (a skill is a folder with `SKILL.md`, or a `.md` file)".into(),
+            )));
+        }
+        (Kind::Refused(why), _) => {
+            return Err(Some((rel.to_string(), why.clone())));
+        }
+        (Kind::Special(what), _) => {
+            return Err(Some((rel.to_string(), format!("{what}, not read"))));
+        }
+        (Kind::Missing, _) => return Err(None),
+    }
+    Ok(())
 }
 
 /// Copies the folder `from` to `to`, entry by entry; what is not copied is a note.

@@ -4,59 +4,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::api::{Pending, Status, Summary};
 use super::live::Live;
-use crate::protocol::{InputKind, InputRequest, Resolution};
+use crate::protocol::Resolution;
 use crate::sync::lock;
-
-/// Where a session stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// It takes a message.
-    Idle,
-    /// A turn was accepted and waits for one of the `--max-turns` places.
-    Queued,
-    /// A turn runs.
-    Running,
-    /// A turn is parked on a question or an approval (`inputResponses` resumes it).
-    Waiting,
-}
-
-/// What a parked turn waits for, as much as answering it needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Pending {
-    pub request_id: String,
-    /// `question` or `approval`.
-    pub kind: &'static str,
-    pub tool: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub question: Option<String>,
-    /// The answers a question offers, or `approve` and `deny`.
-    pub options: Vec<String>,
-}
-
-impl Pending {
-    /// The part of a request the index keeps.
-    pub fn of(request: &InputRequest) -> Pending {
-        let (kind, question, options) = match &request.kind {
-            InputKind::Question { question, options } => {
-                ("question", Some(question.clone()), options.clone())
-            }
-            InputKind::Approval => ("approval", None, vec!["approve".into(), "deny".into()]),
-        };
-        Pending {
-            request_id: request.request_id.clone(),
-            kind,
-            tool: request.tool.clone(),
-            question,
-            options,
-        }
-    }
-}
 
 /// One session.
 #[derive(Debug)]
@@ -98,19 +51,6 @@ impl Entry {
             settled: 0,
         }
     }
-}
-
-/// A session as `GET /eve/v1/sessions` lists it.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    pub session_id: String,
-    pub status: Status,
-    /// The number of lines in its stream (the next `startIndex`).
-    pub events: u64,
-    pub title: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pending: Option<Pending>,
 }
 
 /// Every session of the agent, by id (ids sort by creation time).

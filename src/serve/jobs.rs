@@ -8,7 +8,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::State;
-use super::index::{Index, Pending, Status};
+use super::api::{Pending, Status};
+use super::index::Index;
 use super::live::{Live, LiveLog};
 use crate::protocol::{EndReason, Journal, Resolution, TurnOutcome};
 use crate::runner::{self, SessionChoice};

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use super::index::Pending;
+use super::api::Pending;
 use crate::protocol::{Event, EventKind, Journal, Record};
 use crate::session::SessionLog;
 use crate::session::show::Projector;

@@ -13,19 +13,17 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::api::{
+    MAX_BODY, MAX_MESSAGE, Pending, Refusal, Status, busy, input_required, not_active, title,
+};
 use super::error::{ApiError, parse};
-use super::index::{Entry, Index, Pending, Status};
+use super::index::{Entry, Index};
 use super::jobs::{self, Job};
 use super::live::Live;
-use super::restate::{self, Job as RestateJob};
+use super::restate::{Backend, Job as RestateJob, Summary, Wake, pending_of};
 use super::{State, guard, page, stream};
 use crate::protocol::Resolution;
 use crate::session::store;
-
-/// The largest request body taken, in bytes.
-pub const MAX_BODY: usize = 1024 * 1024;
-/// The longest message or answer taken, in bytes.
-pub const MAX_MESSAGE: usize = 256 * 1024;
 
 /// Every route, behind the checks of [`guard`].
 pub fn router(state: Arc<State>) -> Router {
@@ -127,11 +125,6 @@ fn session_path(state: &State, id: &str) -> Result<std::path::PathBuf, ApiError>
         return Err(ApiError::no_session(id));
     }
     Ok(store::path(&state.agent_dir, id))
-}
-
-fn title(message: &str) -> String {
-    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::text::shorten(&line, 80)
 }
 
 fn too_many_sessions(max: usize) -> ApiError {
@@ -243,7 +236,7 @@ fn resolution(pending: &Pending, responses: Vec<InputResponse>) -> Result<Resolu
     if response.request_id != pending.request_id {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
-            "request_not_pending",
+            Refusal::RequestNotPending.code(),
             format!(
                 "the session waits for request `{}`, not `{}`",
                 pending.request_id,
@@ -276,25 +269,6 @@ fn resolution(pending: &Pending, responses: Vec<InputResponse>) -> Result<Resolu
             "an answer to a question takes `text`, or `optionId` (one of its options), not both",
         )),
     }
-}
-
-pub(crate) fn busy(id: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "session_busy",
-        format!(
-            "session {id} is running a turn: wait for it to end (its stream ends then), or cancel it"
-        ),
-    )
-}
-
-pub(crate) fn input_required(id: &str, pending: Option<&Pending>) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "input_required",
-        format!("session {id} waits for an answer or an approval: send `inputResponses` first"),
-    )
-    .with("pending", json!(pending))
 }
 
 /// What a request made of a session.
@@ -357,7 +331,7 @@ async fn start(
                 if in_use {
                     return Err(ApiError::new(
                         StatusCode::CONFLICT,
-                        "session_busy",
+                        Refusal::SessionBusy.code(),
                         format!("another eve process is using session {id}; wait for it to end"),
                     ));
                 }
@@ -436,11 +410,7 @@ async fn send(
                     (Some(pending), Some(responses)) if entry.status == Status::Waiting => {
                         resolution(pending, responses).map(Job::Resume)
                     }
-                    _ => Err(ApiError::new(
-                        StatusCode::CONFLICT,
-                        "session_not_active",
-                        format!("session {id} is not waiting for an answer or an approval"),
-                    )),
+                    _ => Err(not_active(&id)),
                 },
             )
             .await
@@ -486,7 +456,7 @@ async fn cancel(
         // A turn that is queued has no invocation to cancel until it starts, a moment later.
         for _ in 0..100 {
             let summary = backend.summary(&id).await?;
-            if summary.status != restate::store::Status::Queued {
+            if summary.status != Status::Queued {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -588,18 +558,17 @@ fn readers(state: &State) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError>
 
 /// A message or compaction needs an idle session: checked before `accept`, whose
 /// invocation would otherwise wait behind the running turn.
-fn refuse_unless_idle(id: &str, summary: &restate::Summary) -> Result<(), ApiError> {
-    use restate::store::Status as Stored;
+fn refuse_unless_idle(id: &str, summary: &Summary) -> Result<(), ApiError> {
     match summary.status {
-        Stored::Waiting => Err(input_required(id, restate::pending_of(summary).as_ref())),
-        Stored::Queued | Stored::Running => Err(busy(id)),
-        Stored::Idle => Ok(()),
+        Status::Waiting => Err(input_required(id, pending_of(summary).as_ref())),
+        Status::Queued | Status::Running => Err(busy(id)),
+        Status::Idle => Ok(()),
     }
 }
 
 /// `POST /eve/v1/session/:id` in Restate mode.
 async fn restate_send(
-    backend: &restate::Backend,
+    backend: &Backend,
     id: &str,
     request: SendBody,
 ) -> Result<Response, ApiError> {
@@ -615,20 +584,14 @@ async fn restate_send(
         }
         (None, Some(responses)) => {
             let summary = backend.summary(id).await?;
-            let pending = match restate::pending_of(&summary) {
-                Some(pending) if summary.status == restate::store::Status::Waiting => pending,
-                _ => {
-                    return Err(ApiError::new(
-                        StatusCode::CONFLICT,
-                        "session_not_active",
-                        format!("session {id} is not waiting for an answer or an approval"),
-                    ));
-                }
+            let pending = match pending_of(&summary) {
+                Some(pending) if summary.status == Status::Waiting => pending,
+                _ => return Err(not_active(id)),
             };
             let request_id = pending.request_id.clone();
             let resolution = resolution(&pending, responses)?;
             backend
-                .respond(id, &request_id, restate::Wake::Resolve { resolution })
+                .respond(id, &request_id, Wake::Resolve { resolution })
                 .await?;
             Ok(accepted(id))
         }

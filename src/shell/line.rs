@@ -475,72 +475,9 @@ fn inner(name: &str, args: &[Arg]) -> Inner {
             at if at + 1 < args.len() => Inner::Command(at + 1),
             _ => Inner::None,
         },
-        "sudo" | "doas" => command_after(&[
-            "-u",
-            "-g",
-            "-h",
-            "-p",
-            "-C",
-            "-D",
-            "-R",
-            "-T",
-            "-U",
-            "-r",
-            "-t",
-            "--user",
-            "--group",
-            "--host",
-            "--prompt",
-            "--chdir",
-            "--chroot",
-            "--role",
-            "--type",
-            "--other-user",
-            "--close-from",
-            "--command-timeout",
-        ]),
-        "xargs" => command_after(&[
-            "-a",
-            "-d",
-            "-E",
-            "-I",
-            "-L",
-            "-n",
-            "-P",
-            "-s",
-            "--arg-file",
-            "--delimiter",
-            "--max-lines",
-            "--max-args",
-            "--max-procs",
-            "--max-chars",
-            "--process-slot-var",
-        ]),
-        "env" => {
-            let mut at = 1;
-            while let Some(arg) = args.get(at) {
-                let text = arg.text.as_str();
-                if text == "-S" || text.starts_with("--split-string") || text.starts_with("-S") {
-                    return Inner::Opaque("splits a string into a command eve does not parse");
-                }
-                if text == "--" {
-                    at += 1;
-                    break;
-                }
-                if ["-u", "-C", "--unset", "--chdir"].contains(&text) {
-                    at += 2;
-                } else if text.starts_with('-') || text.contains('=') {
-                    at += 1;
-                } else {
-                    break;
-                }
-            }
-            if at < args.len() {
-                Inner::Command(at)
-            } else {
-                Inner::None
-            }
-        }
+        "sudo" | "doas" => command_after(SUDO_VALUED),
+        "xargs" => command_after(XARGS_VALUED),
+        "env" => env(args),
         "eval" => Inner::Script(1),
         "watch" => {
             let at = skip_options(args, 1, &["-n", "--interval", "-g", "-q"]);
@@ -560,6 +497,78 @@ fn inner(name: &str, args: &[Arg]) -> Inner {
         "alias" => Inner::Opaque("defines an alias"),
         "coproc" => Inner::Opaque("runs a coprocess"),
         _ => Inner::None,
+    }
+}
+
+/// The options of `sudo` and `doas` that take a value in the next argument.
+const SUDO_VALUED: &[&str] = &[
+    "-u",
+    "-g",
+    "-h",
+    "-p",
+    "-C",
+    "-D",
+    "-R",
+    "-T",
+    "-U",
+    "-r",
+    "-t",
+    "--user",
+    "--group",
+    "--host",
+    "--prompt",
+    "--chdir",
+    "--chroot",
+    "--role",
+    "--type",
+    "--other-user",
+    "--close-from",
+    "--command-timeout",
+];
+
+/// The options of `xargs` that take a value in the next argument.
+const XARGS_VALUED: &[&str] = &[
+    "-a",
+    "-d",
+    "-E",
+    "-I",
+    "-L",
+    "-n",
+    "-P",
+    "-s",
+    "--arg-file",
+    "--delimiter",
+    "--max-lines",
+    "--max-args",
+    "--max-procs",
+    "--max-chars",
+    "--process-slot-var",
+];
+
+/// The command `env` runs after its options and assignments, or opaque with `-S`.
+fn env(args: &[Arg]) -> Inner {
+    let mut at = 1;
+    while let Some(arg) = args.get(at) {
+        let text = arg.text.as_str();
+        if text == "-S" || text.starts_with("--split-string") || text.starts_with("-S") {
+            return Inner::Opaque("splits a string into a command eve does not parse");
+        }
+        if text == "--" {
+            at += 1;
+            break;
+        }
+        if ["-u", "-C", "--unset", "--chdir"].contains(&text) {
+            at += 2;
+        } else if text.starts_with('-') || text.contains('=') {
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    if at < args.len() {
+        Inner::Command(at)
+    } else {
+        Inner::None
     }
 }
 

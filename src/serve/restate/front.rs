@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::object::{Answer, Job, ReadAnswer, Summary, Wake};
 use super::store::{self, Status};
+use crate::serve::api::{self, Pending, Refusal, Summary as ListEntry};
 use crate::serve::error::ApiError;
-use crate::serve::index::{Pending, Status as ApiStatus, Summary as ListEntry};
 
 /// How the front reaches Restate.
 #[derive(Debug, Clone)]
@@ -38,15 +38,6 @@ fn unavailable(message: String) -> ApiError {
         "restate_unavailable",
         message,
     )
-}
-
-fn status(status: Status) -> ApiStatus {
-    match status {
-        Status::Idle => ApiStatus::Idle,
-        Status::Queued => ApiStatus::Queued,
-        Status::Running => ApiStatus::Running,
-        Status::Waiting => ApiStatus::Waiting,
-    }
 }
 
 impl Backend {
@@ -206,7 +197,7 @@ impl Backend {
                 let meta: store::Meta = serde_json::from_str(row["value_utf8"].as_str()?).ok()?;
                 Some(ListEntry {
                     session_id: id.to_string(),
-                    status: status(meta.status),
+                    status: meta.status,
                     events: meta.events,
                     title: meta.title,
                     pending: meta.pending.as_ref().and_then(|p| p.pending()),
@@ -277,34 +268,31 @@ fn refusal(id: &str, answer: &Answer) -> Option<ApiError> {
         return None;
     }
     let pending = answer.pending.as_ref().and_then(|p| p.pending());
-    Some(match answer.code.as_deref() {
-        Some("session_not_found") => ApiError::no_session(id),
-        Some("session_busy") => crate::serve::routes::busy(id),
-        Some("input_required") => crate::serve::routes::input_required(id, pending.as_ref()),
-        Some("session_not_active") => ApiError::new(
+    let code = answer.code.as_deref();
+    Some(match code.and_then(Refusal::of_code) {
+        Some(Refusal::SessionNotFound) => ApiError::no_session(id),
+        Some(Refusal::SessionBusy) => api::busy(id),
+        Some(Refusal::InputRequired) => api::input_required(id, pending.as_ref()),
+        Some(Refusal::SessionNotActive) => api::not_active(id),
+        Some(Refusal::RequestNotPending) => ApiError::new(
             StatusCode::CONFLICT,
-            "session_not_active",
-            format!("session {id} is not waiting for an answer or an approval"),
-        ),
-        Some("request_not_pending") => ApiError::new(
-            StatusCode::CONFLICT,
-            "request_not_pending",
+            Refusal::RequestNotPending.code(),
             format!("session {id} waits for another request"),
         )
         .with("pending", json!(pending)),
-        Some("session_full") => ApiError::new(
+        Some(Refusal::SessionFull) => ApiError::new(
             StatusCode::CONFLICT,
-            "session_full",
+            Refusal::SessionFull.code(),
             format!(
                 "session {id} holds as much as eve keeps in Restate for one session: start a new session"
             ),
         ),
-        other => ApiError::new(
+        Some(Refusal::SessionExists) | None => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "session_failed",
             format!(
                 "the session refused: {}",
-                crate::text::shorten(other.unwrap_or("no reason"), 60)
+                crate::text::shorten(code.unwrap_or("no reason"), 60)
             ),
         ),
     })

@@ -7,6 +7,7 @@
 //! A worker listens on two addresses: the deployment endpoint Restate invokes
 //! (HTTP/2), shared by every worker of a machine (`SO_REUSEPORT`), and the API.
 
+mod buffer;
 mod front;
 mod object;
 pub mod store;
@@ -19,13 +20,14 @@ use std::time::Duration;
 
 use restate_sdk::prelude::*;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 pub use front::{Backend, pending_of};
 pub use object::{Job, Summary, Wake};
 pub use worker::{HOLD_AFTER_VAR, HOLD_FILE_VAR};
 
-use super::{Config, State, index, routes};
+use super::changes::Changes;
+use super::state::{Config, State};
+use super::{routes, start};
 use crate::manifest::Manifest;
 
 /// The variable that holds the public key Restate signs its requests with.
@@ -81,64 +83,34 @@ pub async fn serve(
     let agent_dir = agent_dir
         .canonicalize()
         .map_err(|e| format!("`{}`: {e}", agent_dir.display()))?;
-    let (info, warnings, _) = super::describe(&manifest, &agent_dir, &config.options)?;
-    let shutdown = CancellationToken::new();
+    let (info, warnings, _) = start::describe(&manifest, &agent_dir, &config.options)?;
     let worker = Arc::new(worker::Worker::new(
         manifest.clone(),
         agent_dir.clone(),
         config.options.clone(),
-        Arc::new(super::changes::Changes::new(running)),
+        Arc::new(Changes::new(running)),
     ));
-    let options = ServiceOptions::new()
-        // A tool call may run for long without a word to Restate: it must not be taken
-        // for a dead worker and run a second time meanwhile.
-        .inactivity_timeout(Duration::from_secs(10 * 60))
-        .abort_timeout(Duration::from_secs(60 * 60))
-        // A turn reads only `meta` and `fold`, not every chunk of the stream.
-        .enable_lazy_state(true)
-        // Only `accept` starts a turn, after its checks: a client of the ingress cannot.
-        .handler("turn", HandlerOptions::new().ingress_private(true));
-    let definition = object::EveSession {
-        worker: worker.clone(),
-    }
-    .into_service_definition()
-    .options(options);
-    let mut builder = Endpoint::builder().bind(definition);
-    if let Some(key) = &restate.identity_key {
-        builder = builder
-            .identity_key(key)
-            .map_err(|e| format!("{IDENTITY_VAR} is not a Restate identity key: {e}"))?;
-    }
-    let endpoint = builder.build();
+    let endpoint = endpoint(worker.clone(), restate.identity_key.as_deref())?;
     let deployment = reusable_listener(restate.endpoint)
         .map_err(|e| format!("cannot listen for Restate on {}: {e}", restate.endpoint))?;
     let endpoint_addr = deployment
         .local_addr()
         .map_err(|e| format!("cannot listen for Restate on {}: {e}", restate.endpoint))?;
     let backend = Backend::new(&restate.ingress, restate.admin.as_deref())?;
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
-    let api = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {}: {e}", config.addr))?;
-    let (keys, link) = super::access(&config.token, api)?;
-    let state = Arc::new(State {
-        keys,
-        turns: Arc::new(tokio::sync::Semaphore::new(config.max_turns.max(1))),
-        readers: Arc::new(tokio::sync::Semaphore::new(config.max_readers)),
-        agent_dir,
-        manifest: Arc::new(manifest),
-        info,
-        index: index::Index::default(),
-        shutdown: shutdown.clone(),
-        abort: CancellationToken::new(),
-        tasks: TaskTracker::new(),
-        changes: worker.changes.clone(),
-        restate: Some(backend),
+    let (listener, api) = start::bind(config.addr).await?;
+    let (keys, link) = start::access(&config.token, api)?;
+    let changes = worker.changes.clone();
+    let state = Arc::new(State::new(
         config,
-    });
-    super::watch_signals(shutdown.clone())?;
+        keys,
+        agent_dir,
+        manifest,
+        info,
+        changes,
+        Some(backend),
+    ));
+    let shutdown = state.shutdown.clone();
+    start::watch_signals(shutdown.clone())?;
     let served = tokio::spawn(serve_endpoint(
         endpoint,
         deployment,
@@ -164,16 +136,7 @@ pub async fn serve(
         state.manifest.clone(),
         shutdown.clone(),
     );
-    let app = routes::router(state.clone());
-    let until = shutdown.clone();
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let front = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { until.cancelled().await })
-            .await
-    });
+    let front = start::spawn_api(listener, routes::router(state.clone()), shutdown.clone());
     shutdown.cancelled().await;
     eprintln!(
         "eve serve: shutting down: no new invocations; Restate gives the unfinished ones to another worker"
@@ -186,11 +149,31 @@ pub async fn serve(
         .check(&state.agent_dir, &state.manifest)
         .await;
     worker.changes.end();
-    match front.await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("the server stopped: {e}")),
-        Err(e) => Err(format!("the server stopped unexpectedly: {e}")),
+    start::stopped(front).await
+}
+
+/// The deployment endpoint: the session object on `worker`, taking only requests
+/// Restate signed with `identity_key` when there is one.
+fn endpoint(worker: Arc<worker::Worker>, identity_key: Option<&str>) -> Result<Endpoint, String> {
+    let options = ServiceOptions::new()
+        // A tool call may run for long without a word to Restate: it must not be taken
+        // for a dead worker and run a second time meanwhile.
+        .inactivity_timeout(Duration::from_secs(10 * 60))
+        .abort_timeout(Duration::from_secs(60 * 60))
+        // A turn reads only `meta` and `fold`, not every chunk of the stream.
+        .enable_lazy_state(true)
+        // Only `accept` starts a turn, after its checks: a client of the ingress cannot.
+        .handler("turn", HandlerOptions::new().ingress_private(true));
+    let definition = object::EveSession { worker }
+        .into_service_definition()
+        .options(options);
+    let mut builder = Endpoint::builder().bind(definition);
+    if let Some(key) = identity_key {
+        builder = builder
+            .identity_key(key)
+            .map_err(|e| format!("{IDENTITY_VAR} is not a Restate identity key: {e}"))?;
     }
+    Ok(builder.build())
 }
 
 /// Serves Restate's invocations, each connection carrying at most `streams` at once,

@@ -13,8 +13,8 @@
 //! Everything that arrives here (the handlers' input, the journal's values, the state)
 //! is read as untrusted: a shape eve does not know is a terminal error, never a panic.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
@@ -25,13 +25,13 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::buffer::Buffer;
 use super::store::{self, Meta, PendingState, Status};
 use super::worker::Worker;
 use crate::harness::durable::Durable;
-use crate::protocol::{EndReason, Event, Journal, Record, Resolution, TurnOutcome};
-use crate::serve::index::Pending;
+use crate::protocol::{EndReason, Record, Resolution, TurnOutcome};
+use crate::serve::api::{MAX_MESSAGE, Pending, Refusal, title};
 use crate::serve::live::line;
-use crate::serve::routes::MAX_MESSAGE;
 use crate::session::replay::{self, Replayed};
 
 /// What a turn invocation does.
@@ -100,10 +100,10 @@ impl Answer {
         }
     }
 
-    fn refused(code: &str, meta: &Meta) -> Answer {
+    fn refused(refusal: Refusal, meta: &Meta) -> Answer {
         Answer {
             ok: false,
-            code: Some(code.to_string()),
+            code: Some(refusal.code().to_string()),
             pending: meta.pending.clone(),
             status: None,
         }
@@ -201,27 +201,32 @@ impl EveSession {
             accept.create,
         ) {
             (Some(_), true) => {
-                return Ok(Json(Answer::refused("session_exists", &Meta::default())));
+                return Ok(Json(Answer::refused(
+                    Refusal::SessionExists,
+                    &Meta::default(),
+                )));
             }
             (None, false) => {
-                return Ok(Json(Answer::refused("session_not_found", &Meta::default())));
+                return Ok(Json(Answer::refused(
+                    Refusal::SessionNotFound,
+                    &Meta::default(),
+                )));
             }
             (None, true) => Meta::default(),
             (Some(meta), false) => meta,
         };
         if meta.full.is_some() {
-            return Ok(Json(Answer::refused("session_full", &meta)));
+            return Ok(Json(Answer::refused(Refusal::SessionFull, &meta)));
         }
         match meta.status {
             Status::Queued | Status::Running => {
-                return Ok(Json(Answer::refused("session_busy", &meta)));
+                return Ok(Json(Answer::refused(Refusal::SessionBusy, &meta)));
             }
-            Status::Waiting => return Ok(Json(Answer::refused("input_required", &meta))),
+            Status::Waiting => return Ok(Json(Answer::refused(Refusal::InputRequired, &meta))),
             Status::Idle => {}
         }
         if let (Job::Turn { message }, true) = (&accept.job, meta.title.is_empty()) {
-            let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-            meta.title = crate::text::shorten(&line, 80);
+            meta.title = title(message);
         }
         let handle = ctx
             .request::<Json<Job>, ()>(
@@ -360,15 +365,18 @@ impl EveSession {
         Json(respond): Json<Respond>,
     ) -> Result<Json<Answer>, HandlerError> {
         let Some(meta) = meta_of(ctx.get::<Json<Value>>("meta").await?)? else {
-            return Ok(Json(Answer::refused("session_not_found", &Meta::default())));
+            return Ok(Json(Answer::refused(
+                Refusal::SessionNotFound,
+                &Meta::default(),
+            )));
         };
         let (Status::Waiting, Some(pending), Some(awakeable)) =
             (meta.status, &meta.pending, &meta.awakeable)
         else {
-            return Ok(Json(Answer::refused("session_not_active", &meta)));
+            return Ok(Json(Answer::refused(Refusal::SessionNotActive, &meta)));
         };
         if pending.request_id != respond.request_id {
-            return Ok(Json(Answer::refused("request_not_pending", &meta)));
+            return Ok(Json(Answer::refused(Refusal::RequestNotPending, &meta)));
         }
         // Every string of the answer goes into the session's records and stream.
         if let Wake::Resolve {
@@ -389,7 +397,10 @@ impl EveSession {
     #[handler]
     async fn cancel(&self, ctx: SharedObjectContext<'_>) -> Result<Json<Answer>, HandlerError> {
         let Some(meta) = meta_of(ctx.get::<Json<Value>>("meta").await?)? else {
-            return Ok(Json(Answer::refused("session_not_found", &Meta::default())));
+            return Ok(Json(Answer::refused(
+                Refusal::SessionNotFound,
+                &Meta::default(),
+            )));
         };
         let status = match (meta.status, &meta.awakeable, &meta.invocation) {
             (Status::Waiting, Some(awakeable), _) => {
@@ -415,34 +426,6 @@ fn now_millis() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or_default()
-}
-
-/// The records the harness journaled since they were last taken.
-#[derive(Debug, Default)]
-pub struct Buffer {
-    records: Mutex<Vec<Record>>,
-}
-
-impl Buffer {
-    fn take(&self) -> Vec<Record> {
-        std::mem::take(&mut *crate::sync::lock(&self.records))
-    }
-}
-
-impl Journal for Buffer {
-    fn append(&self, record: &Record) {
-        crate::sync::lock(&self.records).push(record.clone());
-    }
-
-    fn sync(&self) {}
-
-    fn error(&self) -> Option<String> {
-        None
-    }
-
-    // Streamed pieces are not kept, and in Restate mode not sent: readers get each
-    // reply's whole text as a line once its step is journaled.
-    fn stream(&self, _event: &Event) {}
 }
 
 /// A model call or tool call the harness asks the handler to run in `ctx.run`.

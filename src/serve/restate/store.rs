@@ -17,7 +17,8 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use crate::serve::index::Pending;
+use crate::serve::api::Pending;
+pub use crate::serve::api::Status;
 use crate::session::show::Projector;
 
 /// The name of the virtual object, as clients of Restate's ingress call it.
@@ -33,17 +34,6 @@ pub const MAX_CHUNKS: usize = 65_536;
 pub const MAX_FOLD_BYTES: usize = 16 * 1024 * 1024;
 /// The most bytes one read of the stream returns.
 pub const READ_BYTES: usize = 1024 * 1024;
-
-/// Where a session stands, as `meta` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    #[default]
-    Idle,
-    Queued,
-    Running,
-    Waiting,
-}
 
 /// A session's `meta` state.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::super::changes::Changes;
-use super::object::Buffer;
+use super::buffer::Buffer;
 use crate::harness::Harness;
 use crate::manifest::Manifest;
 use crate::protocol::{Journal, Snapshot};
