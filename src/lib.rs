@@ -3,6 +3,10 @@
 // `clippy.toml` lists the file reads the compiler must make through its recorded reads;
 // `compiler/` denies them, the rest of eve may use them.
 #![allow(clippy::disallowed_methods)]
+// The library prints nothing: the commands, the console's renderers and `eve dev`'s
+// loop write to the terminal; `eve serve` logs through the sink its command sets
+// (`serve::log`).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod agent;
 pub mod catalog;

@@ -11,6 +11,7 @@ use crate::runner::{RunOptions, exit};
 use crate::serve::{self, Config, TOKEN_VAR, restate};
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    serve::log::to(|line| eprintln!("{line}"));
     let chosen = crate::secrets::var(TOKEN_VAR).filter(|t| !t.trim().is_empty());
     if let Err(message) = serve::check_addr(&args.addr, chosen.is_some()) {
         return out::usage(message);

@@ -1,5 +1,7 @@
 //! Showing a run: one [`Renderer`] per output mode, fed the harness's events, plus the
 //! terminal asker and the transcript of `eve sessions show`. Nothing below prints.
+// This module writes to the terminal (see `src/lib.rs`).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod asker;
 pub mod escape;

@@ -5,6 +5,8 @@
 //! announced in one line and applies from the next turn, a failed one prints its
 //! diagnostics and leaves the last good build active. Each turn reopens the session
 //! from its log with the active build, so the conversation carries across reloads.
+// This module writes to the terminal (see `src/lib.rs`).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod history;
 pub mod input;

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::manifest::Manifest;
 use crate::review::Guard;
+use crate::serve::log::log_line;
 
 /// The checker's state, shared by the turns and the task that checks.
 #[derive(Debug)]
@@ -83,7 +84,7 @@ impl Changes {
         match checked {
             Ok(Ok(Some(change))) => {
                 if !self.reported.swap(true, Ordering::Relaxed) {
-                    eprintln!(
+                    log_line!(
                         "eve serve: note: the agent's definition changed while it was served ({}); this server goes on with the definition it started with, and the next start needs `eve build {}` to show the change first",
                         crate::text::for_terminal(&change.summary),
                         crate::text::shell_word(&agent_dir.to_string_lossy())
@@ -91,14 +92,14 @@ impl Changes {
                 }
             }
             Ok(Ok(None)) => {}
-            Ok(Err(error)) => eprintln!(
+            Ok(Err(error)) => log_line!(
                 "eve serve: could not record the changes to the agent's definition: {error}; the next start counts the definition as changed"
             ),
             Err(error) => {
                 if let Some(running) = crate::sync::lock(&self.running).as_ref() {
                     running.keep();
                 }
-                eprintln!(
+                log_line!(
                     "eve serve: checking the agent's definition stopped unexpectedly: {error}; the next start counts the definition as changed"
                 )
             }

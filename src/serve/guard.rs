@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::State;
 use super::error::ApiError;
+use crate::serve::log::log_line;
 
 /// Whether a `Host` header names this machine's loopback (a browser tricked by DNS
 /// rebinding sends the attacker's host name instead).
@@ -63,7 +64,7 @@ pub async fn check(Extract(state): Extract<Arc<State>>, request: Request, next: 
         );
         headers.insert(header::VARY, HeaderValue::from_static("origin"));
     }
-    eprintln!(
+    log_line!(
         "{} {method} {path} {} {} ms",
         crate::ids::now_rfc3339(),
         response.status().as_u16(),

@@ -13,6 +13,7 @@ use super::index::Index;
 use super::live::{Live, LiveLog};
 use crate::protocol::{EndReason, Journal, Resolution, TurnOutcome};
 use crate::runner::{self, SessionChoice};
+use crate::serve::log::log_line;
 
 /// What a job does in its session.
 #[derive(Debug, Clone)]
@@ -63,7 +64,7 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
     drop(permit);
     state.changes.turn_ended();
     if let Err(error) = &outcome {
-        eprintln!("eve serve: session {id}: {error}");
+        log_line!("eve serve: session {id}: {error}");
     }
     live.end();
     if new && outcome.is_err() {
@@ -88,7 +89,7 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
                 e.cancel = Some(cancel.clone());
                 return Some((resolution, Index::live_for_turn(e), cancel));
             }
-            (_, Some((request, _))) => eprintln!(
+            (_, Some((request, _))) => log_line!(
                 "eve serve: session {id}: the answer to request {request} came as the turn ended without parking on it; it was not used"
             ),
             (_, None) => {}
@@ -143,7 +144,7 @@ async fn drive(
         None => None,
     };
     if let Some(refused) = refused {
-        eprintln!("eve serve: session {id}: {refused}");
+        log_line!("eve serve: session {id}: {refused}");
         let pending = prepared.harness.pending().map(Pending::of);
         tokio::task::spawn_blocking(move || drop(prepared))
             .await

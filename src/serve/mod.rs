@@ -15,6 +15,7 @@ mod index;
 mod jobs;
 mod keys;
 mod live;
+pub mod log;
 mod page;
 pub mod restate;
 mod routes;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 use crate::manifest::Manifest;
 use crate::runner;
+use crate::serve::log::log_line;
 use crate::session::{show, store};
 
 pub use keys::Token;
@@ -64,7 +66,7 @@ pub async fn serve(
         .await
         .map_err(|e| format!("reading the sessions stopped unexpectedly: {e}"))??;
     for note in notes {
-        eprintln!("note: {note}");
+        log_line!("note: {note}");
     }
     start::watch_signals(state.shutdown.clone())?;
     let made = (!state.config.token.chosen).then(|| state.config.token.reveal());
@@ -80,13 +82,13 @@ pub async fn serve(
         state.shutdown.clone(),
     );
     state.shutdown.cancelled().await;
-    eprintln!("eve serve: shutting down: no new requests; running steps may finish");
+    log_line!("eve serve: shutting down: no new requests; running steps may finish");
     state.tasks.close();
     if tokio::time::timeout(state.config.grace, state.tasks.wait())
         .await
         .is_err()
     {
-        eprintln!(
+        log_line!(
             "eve serve: the grace period ({} s) is over: cancelling the steps still running",
             state.config.grace.as_secs()
         );

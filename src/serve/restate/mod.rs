@@ -29,6 +29,7 @@ use super::changes::Changes;
 use super::state::{Config, State};
 use super::{routes, start};
 use crate::manifest::Manifest;
+use crate::serve::log::log_line;
 
 /// The variable that holds the public key Restate signs its requests with.
 pub const IDENTITY_VAR: &str = "EVE_RESTATE_IDENTITY_KEY";
@@ -138,7 +139,7 @@ pub async fn serve(
     );
     let front = start::spawn_api(listener, routes::router(state.clone()), shutdown.clone());
     shutdown.cancelled().await;
-    eprintln!(
+    log_line!(
         "eve serve: shutting down: no new invocations; Restate gives the unfinished ones to another worker"
     );
     let _ = tokio::time::timeout(state.config.grace, served).await;

@@ -32,6 +32,7 @@ use crate::harness::durable::Durable;
 use crate::protocol::{EndReason, Record, Resolution, TurnOutcome};
 use crate::serve::api::{MAX_MESSAGE, Pending, Refusal, title};
 use crate::serve::live::line;
+use crate::serve::log::log_line;
 use crate::session::replay::{self, Replayed};
 
 /// What a turn invocation does.
@@ -250,7 +251,7 @@ impl EveSession {
         let Some(meta) = meta_of(ctx.get::<Json<Value>>("meta").await?)? else {
             return Err(terminal("no such session"));
         };
-        eprintln!(
+        log_line!(
             "eve serve: session {}: {} on this worker (invocation {})",
             ctx.key(),
             job.name(),
@@ -278,7 +279,7 @@ impl EveSession {
         run.meta.awakeable = None;
         run.meta.invocation = None;
         if let Err(error) = &result {
-            eprintln!("eve serve: session {}: {error}", ctx.key());
+            log_line!("eve serve: session {}: {error}", ctx.key());
         }
         let fold = serde_json::to_value(&run.fold).unwrap_or(Value::Null);
         if fold.to_string().len() > store::MAX_FOLD_BYTES {
@@ -594,7 +595,7 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
                 Ok(Json(value)) => value,
                 Err(error) => {
                     // Restate cancelled the invocation: the turn ends at this step.
-                    eprintln!(
+                    log_line!(
                         "eve serve: session {}: {}: {error}; the turn ends",
                         self.ctx.key(),
                         effect.name
@@ -625,7 +626,7 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
             Ok(Json(saved)) => saved,
             Err(error) => {
                 // Cancelled while journaling: the turn stops; journal them once more.
-                eprintln!("eve serve: session {}: {name}: {error}", self.ctx.key());
+                log_line!("eve serve: session {}: {name}: {error}", self.ctx.key());
                 self.cancel.cancel();
                 let Json(saved) = self
                     .ctx
@@ -660,7 +661,7 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
         }
         let over = store::over_limit(self.meta.bytes, self.meta.chunks.len(), chunk.len());
         if let Some(full) = over {
-            eprintln!("eve serve: session {}: {full}", self.ctx.key());
+            log_line!("eve serve: session {}: {full}", self.ctx.key());
             self.meta.full = Some(full);
             self.cancel.cancel();
             return;

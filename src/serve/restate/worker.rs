@@ -10,6 +10,7 @@ use crate::harness::Harness;
 use crate::manifest::Manifest;
 use crate::protocol::{Journal, Snapshot};
 use crate::runner::{self, RunOptions};
+use crate::serve::log::log_line;
 
 /// `EVE_RESTATE_HOLD_AFTER`: a part of a journal entry's name (`step 2 call`). The
 /// first entry whose name holds it and whose work this worker ran makes the worker
@@ -77,7 +78,7 @@ impl Worker {
         if !name.contains(pattern.as_str()) {
             return;
         }
-        eprintln!("eve serve: holding after `{name}` ({HOLD_AFTER_VAR})");
+        log_line!("eve serve: holding after `{name}` ({HOLD_AFTER_VAR})");
         if let Some(file) = file {
             let _ = std::fs::write(file, format!("{name}\n"));
         }
