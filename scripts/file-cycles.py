@@ -10,8 +10,9 @@ defines the item, so a module's façade (`mod.rs` re-exporting its children) is
 not a dependency of the children on each other. A re-export itself counts only
 when the file also uses the name it re-exports.
 
-    scripts/file-cycles.py           # each cycle, with the lines that make it
-    scripts/file-cycles.py --edges   # every file-to-file dependency
+    scripts/file-cycles.py             # each cycle, with the lines that make it
+    scripts/file-cycles.py --edges     # every file-to-file dependency
+    scripts/file-cycles.py --modules   # the top-level modules each module uses
 """
 
 import argparse
@@ -214,9 +215,24 @@ def cycles(nodes, edges):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edges", action="store_true", help="print every dependency")
+    parser.add_argument(
+        "--modules", action="store_true", help="print the top-level modules each one uses"
+    )
     args = parser.parse_args()
     crate = Crate()
     edges = crate.edges()
+
+    if args.modules:
+        uses = defaultdict(set)
+        for mod in crate.files:
+            if mod:
+                uses[mod[0]]
+        for a, b in edges:
+            if a and b and a[0] != b[0]:
+                uses[a[0]].add(b[0])
+        for module in sorted(uses):
+            print(f"{module:<10} -> {' '.join(sorted(uses[module])) or '(nothing)'}")
+        return 0
 
     def name(mod):
         return crate.files[mod]["path"].relative_to(SRC.parent).as_posix()

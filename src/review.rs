@@ -142,7 +142,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// The review of one run (or served agent, or `eve dev` session), from before anything
 /// of the definition runs to the check after it: the only way to the review's steps.
 ///
-/// Made by [`crate::agent::Agent::guard`], it leaves a marker, `.eve/running/<pid>.json`,
+/// Made by `Agent::guard` (`src/agent.rs`), it leaves a marker, `.eve/running/<pid>.json`,
 /// naming the definition this process runs; [`Guard::observe`] sees the run's events,
 /// [`Guard::after_turn`] checks the directory when something could have changed it, and
 /// [`Guard::finish`] checks and ends. The marker goes only when a run ends after a check
