@@ -8,11 +8,13 @@
 //! emits events through an [`Emitter`] and writes records to a
 //! [`Journal`](crate::protocol::Journal); it never prints and never names the session log.
 
+mod asker;
 mod calls;
 pub mod compaction;
 pub mod decide;
 pub mod durable;
 mod emitter;
+mod estimate;
 mod input;
 mod model_call;
 pub mod prompt;
@@ -37,8 +39,8 @@ use crate::tools::state::{SessionState, Stamp};
 use crate::tools::stub::Stubs;
 use crate::tools::{Registry, ToolOutput};
 
+pub use asker::Asker;
 pub use emitter::Emitter;
-pub use input::Asker;
 pub use turn::Turn;
 
 /// Everything a harness needs besides the conversation.
@@ -103,7 +105,7 @@ pub struct Harness {
     /// Every tool call id of the session: a new call never reuses one.
     call_ids: HashSet<String>,
     /// The token estimate compaction reads.
-    estimate: compaction::Estimate,
+    estimate: estimate::Estimate,
     /// What every tool call gets but the turn's cancellation.
     tools: crate::tools::ToolContext,
     /// Once cancelled, a turn starts no further step: it ends as aborted after the
@@ -153,7 +155,7 @@ impl Harness {
             resolutions: HashMap::new(),
             early: HashMap::new(),
             call_ids: HashSet::new(),
-            estimate: compaction::Estimate::default(),
+            estimate: estimate::Estimate::default(),
             wind_down: None,
             durable: None,
         })
@@ -180,7 +182,7 @@ impl Harness {
         harness.logged.stamps = stamps;
         harness.parked = snapshot.parked;
         harness.resolutions = snapshot.resolutions;
-        harness.estimate = compaction::Estimate {
+        harness.estimate = estimate::Estimate {
             last_input_tokens: snapshot.last_input_tokens,
             appended_chars: snapshot.appended_chars,
         };
