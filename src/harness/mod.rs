@@ -123,44 +123,6 @@ struct Logged {
 }
 
 impl Harness {
-    /// A new session with this id. Fails when the instructions cannot be rendered.
-    pub fn new(setup: Setup, emitter: Emitter, session_id: String) -> Result<Harness, String> {
-        let emitter = match (&setup.journal, setup.depth) {
-            (_, depth) if depth > 0 => emitter.for_child(&session_id),
-            (Some(journal), _) => emitter.with_journal(journal.clone()),
-            (None, _) => emitter,
-        };
-        let registry = Arc::new(registry(&setup));
-        let system = prompt::system_prompt(
-            &setup.manifest,
-            &registry,
-            &setup.model,
-            &setup.workspace,
-            &|name| std::env::var(name).ok(),
-        )?;
-        let state = Arc::new(SessionState::default());
-        let tools = spawner::tools_context(&setup, &emitter, &state);
-        Ok(Harness {
-            setup,
-            registry,
-            system,
-            emitter,
-            session_id,
-            history: Vec::new(),
-            usage: Usage::default(),
-            state,
-            tools,
-            logged: Logged::default(),
-            parked: None,
-            resolutions: HashMap::new(),
-            early: HashMap::new(),
-            call_ids: HashSet::new(),
-            estimate: estimate::Estimate::default(),
-            wind_down: None,
-            durable: None,
-        })
-    }
-
     /// Reopens a session from what its log held; new records go to `setup.journal`.
     pub fn resume(setup: Setup, emitter: Emitter, snapshot: Snapshot) -> Result<Harness, String> {
         let mut harness = Harness::new(setup, emitter, snapshot.session_id)?;
