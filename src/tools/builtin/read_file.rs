@@ -296,6 +296,16 @@ fn read(
             "offset {offset} is past the end of `{shown}`, which has {number} lines"
         )));
     }
+    Ok(Ok(Page {
+        text: page_text(pager, offset),
+        stamp,
+    }))
+}
+
+/// The lines read from `offset` on, with a last line that says which lines of how many
+/// they are when they are not the whole file.
+fn page_text(pager: Pager, offset: u64) -> String {
+    let number = pager.number;
     let mut out = pager.out;
     let last = pager.last;
     if offset > 1 || last < number {
@@ -318,7 +328,7 @@ fn read(
     } else if out.ends_with('\n') {
         out.pop();
     }
-    Ok(Ok(Page { text: out, stamp }))
+    out
 }
 
 /// The file `resolved` names, or the answer for what it is instead.
