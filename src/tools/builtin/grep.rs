@@ -215,15 +215,7 @@ async fn run(
     };
 
     let mode = input.output_mode;
-    let context = if mode == Mode::Content {
-        input.context.min(MAX_CONTEXT)
-    } else {
-        0
-    };
-    let cap = input.head_limit.unwrap_or(match mode {
-        Mode::Content => MAX_CONTENT_LINES,
-        Mode::FilesWithMatches | Mode::Count => MAX_ENTRIES,
-    });
+    let (context, cap) = context_and_cap(input);
     let (searcher, prefix) = searchers(mode, context);
 
     let agents = ctx.policy().agent_ids();
@@ -289,6 +281,22 @@ fn is_file(given: &str, entry: &Entry) -> Result<bool, ToolOutput> {
             describe(*kind)
         ))),
     }
+}
+
+/// The lines of context around each match (content mode only) and the most lines or
+/// entries shown.
+fn context_and_cap(input: &Input) -> (usize, usize) {
+    let mode = input.output_mode;
+    let context = if mode == Mode::Content {
+        input.context.min(MAX_CONTEXT)
+    } else {
+        0
+    };
+    let cap = input.head_limit.unwrap_or(match mode {
+        Mode::Content => MAX_CONTENT_LINES,
+        Mode::FilesWithMatches | Mode::Count => MAX_ENTRIES,
+    });
+    (context, cap)
 }
 
 /// The input's pattern, compiled.
