@@ -1,5 +1,7 @@
 //! The sandbox of one session: the agent's `[sandbox]` settings, the command line's
-//! overrides, and the paths inside the workspace that must stay read-only.
+//! overrides, and the paths inside the workspace that must stay read-only ([`Recipe`]);
+//! the [`Sandbox`] prepared from them, and [`spawn`], the one door its processes start
+//! through.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
