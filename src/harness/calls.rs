@@ -1,13 +1,14 @@
 //! A step's tool calls: each gets a plan (a result already known, or a run), the
 //! scheduler runs them, and every call gets exactly one result, in call order.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use super::{Harness, durable, scheduler};
 use crate::protocol::{Action, EventKind, InputRequest, Message, Resolution, ToolCall, ToolResult};
-use crate::tools::ToolOutput;
+use crate::tools::{Registry, ToolContext, ToolOutput};
 
 /// How a step's tool calls ended.
 pub enum CallsEnd {
@@ -35,18 +36,7 @@ impl Harness {
         announce: bool,
     ) -> CallsEnd {
         if announce {
-            self.emitter.emit(EventKind::ActionsRequested {
-                turn_id: turn_id.to_string(),
-                step,
-                actions: calls
-                    .iter()
-                    .map(|c| Action {
-                        call_id: c.id.clone(),
-                        name: c.name.clone(),
-                        input: c.input.clone(),
-                    })
-                    .collect(),
-            });
+            self.announce_actions(turn_id, step, &calls);
         }
         let refused = match self.settle_inputs(turn_id, &calls).await {
             Ok(refused) => refused,
@@ -82,29 +72,7 @@ impl Harness {
                 let name = durable::call_name(turn_id, step, &call.id);
                 async move {
                     let started = Instant::now();
-                    let output = match plan {
-                        Plan::Result(output) => output,
-                        Plan::Run | Plan::RunApproved => {
-                            let approved = matches!(plan, Plan::RunApproved);
-                            let work = {
-                                let registry = registry.clone();
-                                let call = call.clone();
-                                async move {
-                                    if approved {
-                                        registry.call_approved(&call, &ctx).await
-                                    } else {
-                                        registry.call(&call, &ctx).await
-                                    }
-                                }
-                            };
-                            match &durable {
-                                Some(durable) => {
-                                    durable::tool_call(durable.as_ref(), name, work).await
-                                }
-                                None => work.await,
-                            }
-                        }
-                    };
+                    let output = execute(plan, &call, &registry, ctx, durable, name).await;
                     let connection = registry.connection_of(&call);
                     (call, output, started.elapsed(), connection)
                 }
@@ -123,21 +91,26 @@ impl Harness {
             },
         )
         .await;
-        self.push(Message::Tool {
-            results: results
-                .into_iter()
-                .map(|(call, output, _, _)| ToolResult {
-                    call_id: call.id,
-                    name: call.name,
-                    content: output.content,
-                    is_error: output.is_error,
-                    images: output.images,
-                })
-                .collect(),
-        });
+        self.push(tool_message(results));
         // Answers belong to the calls of this step only.
         self.resolutions.clear();
         CallsEnd::Done
+    }
+
+    /// Emits `actions.requested`: the calls the model asked for.
+    fn announce_actions(&self, turn_id: &str, step: u64, calls: &[ToolCall]) {
+        self.emitter.emit(EventKind::ActionsRequested {
+            turn_id: turn_id.to_string(),
+            step,
+            actions: calls
+                .iter()
+                .map(|c| Action {
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    input: c.input.clone(),
+                })
+                .collect(),
+        });
     }
 
     /// The plan for one call: an error found early, a refusal, an answer or a denial
@@ -158,5 +131,54 @@ impl Harness {
             Some(Resolution::Approved { .. }) => Plan::RunApproved,
             None => Plan::Run,
         }
+    }
+}
+
+/// What one call returns as planned: the result already known, or the tool's, run
+/// through the durable engine's journal (as `name`) when there is one.
+async fn execute(
+    plan: Plan,
+    call: &ToolCall,
+    registry: &Arc<Registry>,
+    ctx: ToolContext,
+    durable: Option<Arc<dyn durable::Durable>>,
+    name: String,
+) -> ToolOutput {
+    match plan {
+        Plan::Result(output) => output,
+        Plan::Run | Plan::RunApproved => {
+            let approved = matches!(plan, Plan::RunApproved);
+            let work = {
+                let registry = registry.clone();
+                let call = call.clone();
+                async move {
+                    if approved {
+                        registry.call_approved(&call, &ctx).await
+                    } else {
+                        registry.call(&call, &ctx).await
+                    }
+                }
+            };
+            match &durable {
+                Some(durable) => durable::tool_call(durable.as_ref(), name, work).await,
+                None => work.await,
+            }
+        }
+    }
+}
+
+/// The message of a step's tool results, in call order.
+fn tool_message(results: Vec<(ToolCall, ToolOutput, Duration, Option<String>)>) -> Message {
+    Message::Tool {
+        results: results
+            .into_iter()
+            .map(|(call, output, _, _)| ToolResult {
+                call_id: call.id,
+                name: call.name,
+                content: output.content,
+                is_error: output.is_error,
+                images: output.images,
+            })
+            .collect(),
     }
 }

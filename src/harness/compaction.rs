@@ -5,6 +5,8 @@
 use futures_util::StreamExt;
 
 use super::Harness;
+pub use super::estimate::Estimate;
+use super::estimate::tokens;
 use crate::protocol::{EventKind, Message, Record, Todo, Usage};
 use crate::providers::{ModelRequest, StreamEvent};
 
@@ -17,39 +19,6 @@ const LONG_RESULT: usize = 2_000;
 const KEPT_OF_RESULT: usize = 500;
 /// The most recent messages whose tool results are never shortened.
 const RECENT_MESSAGES: usize = 4;
-
-fn tokens(chars: usize) -> u64 {
-    (chars / 4) as u64
-}
-
-/// The token estimate of the next request: the input tokens the provider last reported,
-/// plus 4 characters a token for what was appended to the history since.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Estimate {
-    pub last_input_tokens: u64,
-    pub appended_chars: usize,
-}
-
-impl Estimate {
-    /// The estimate in tokens.
-    pub fn tokens(&self) -> u64 {
-        self.last_input_tokens
-            .saturating_add(tokens(self.appended_chars))
-    }
-
-    /// The provider counted a model call's input.
-    pub fn reported(&mut self, input_tokens: u64) {
-        self.last_input_tokens = input_tokens;
-        self.appended_chars = 0;
-    }
-
-    /// The provider reported no counts: the call's input is estimated from the
-    /// characters sent (system prompt, tools and history), 4 a token.
-    pub fn unreported(&mut self, sent_chars: usize) {
-        self.last_input_tokens = tokens(sent_chars);
-        self.appended_chars = 0;
-    }
-}
 
 /// The characters of a history.
 pub fn history_chars(history: &[Message]) -> usize {

@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model_call::CallFailure;
+use super::reply::CallFailure;
 use super::reply::Reply;
 use crate::protocol::{Image, Usage};
 use crate::tools::ToolOutput;

@@ -3,17 +3,9 @@
 
 use std::collections::HashMap;
 
-use futures_util::future::BoxFuture;
-
 use super::Harness;
 use crate::protocol::{EventKind, InputKind, InputRequest, Resolution, ToolCall};
 use crate::tools::ToolOutput;
-
-/// Asks the person a question or for an approval, and waits for the answer.
-pub trait Asker: Send + Sync + std::fmt::Debug {
-    /// The person's answer; `None` when they could not answer (input closed).
-    fn ask<'a>(&'a self, request: &'a InputRequest) -> BoxFuture<'a, Option<Resolution>>;
-}
 
 impl Harness {
     /// Settles what the calls need from a person. Returns the calls nobody can settle

@@ -8,11 +8,13 @@
 //! emits events through an [`Emitter`] and writes records to a
 //! [`Journal`](crate::protocol::Journal); it never prints and never names the session log.
 
+mod asker;
 mod calls;
 pub mod compaction;
 pub mod decide;
 pub mod durable;
 mod emitter;
+mod estimate;
 mod input;
 mod model_call;
 pub mod prompt;
@@ -38,8 +40,8 @@ use crate::tools::state::{SessionState, Stamp};
 use crate::tools::stub::Stubs;
 use crate::tools::{Registry, ToolOutput};
 
+pub use asker::Asker;
 pub use emitter::Emitter;
-pub use input::Asker;
 pub use turn::Turn;
 
 /// Everything a harness needs besides the conversation.
@@ -104,7 +106,7 @@ pub struct Harness {
     /// Every tool call id of the session: a new call never reuses one.
     call_ids: HashSet<String>,
     /// The token estimate compaction reads.
-    estimate: compaction::Estimate,
+    estimate: estimate::Estimate,
     /// What every tool call gets but the turn's cancellation.
     tools: crate::tools::ToolContext,
     /// Once cancelled, a turn starts no further step: it ends as aborted after the
@@ -122,44 +124,6 @@ struct Logged {
 }
 
 impl Harness {
-    /// A new session with this id. Fails when the instructions cannot be rendered.
-    pub fn new(setup: Setup, emitter: Emitter, session_id: String) -> Result<Harness, String> {
-        let emitter = match (&setup.journal, setup.depth) {
-            (_, depth) if depth > 0 => emitter.for_child(&session_id),
-            (Some(journal), _) => emitter.with_journal(journal.clone()),
-            (None, _) => emitter,
-        };
-        let registry = Arc::new(registry(&setup));
-        let system = prompt::system_prompt(
-            &setup.manifest,
-            &registry,
-            &setup.model,
-            &setup.workspace,
-            &|name| std::env::var(name).ok(),
-        )?;
-        let state = Arc::new(SessionState::default());
-        let tools = spawner::tools_context(&setup, &emitter, &state);
-        Ok(Harness {
-            setup,
-            registry,
-            system,
-            emitter,
-            session_id,
-            history: Vec::new(),
-            usage: Usage::default(),
-            state,
-            tools,
-            logged: Logged::default(),
-            parked: None,
-            resolutions: HashMap::new(),
-            early: HashMap::new(),
-            call_ids: HashSet::new(),
-            estimate: compaction::Estimate::default(),
-            wind_down: None,
-            durable: None,
-        })
-    }
-
     /// Reopens a session from what its log held; new records go to `setup.journal`.
     pub fn resume(setup: Setup, emitter: Emitter, snapshot: Snapshot) -> Result<Harness, String> {
         let mut harness = Harness::new(setup, emitter, snapshot.session_id)?;
@@ -181,7 +145,7 @@ impl Harness {
         harness.logged.stamps = stamps;
         harness.parked = snapshot.parked;
         harness.resolutions = snapshot.resolutions;
-        harness.estimate = compaction::Estimate {
+        harness.estimate = estimate::Estimate {
             last_input_tokens: snapshot.last_input_tokens,
             appended_chars: snapshot.appended_chars,
         };

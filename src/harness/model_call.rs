@@ -6,21 +6,13 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::reply::Reply;
+use super::reply::{CallFailure, Reply};
 use super::{Emitter, Harness, durable};
 use crate::protocol::{Action, EventKind, Message, ToolCall};
 use crate::providers::retry::RetryPolicy;
 use crate::providers::{FinishReason, ModelRequest, Provider, ProviderError, StreamEvent};
 use crate::tools::ToolOutput;
 use crate::tools::registry::parse_arguments;
-
-/// Why a model call produced no reply.
-pub enum CallFailure {
-    /// The turn was interrupted; `partial` is the text streamed so far.
-    Aborted { partial: String },
-    /// The call failed for good (not retryable, or out of retries).
-    Failed(String),
-}
 
 enum Attempt {
     Aborted(String),

@@ -9,6 +9,14 @@ use serde_json::Value;
 use crate::protocol::Usage;
 use crate::providers::{FinishReason, StreamEvent};
 
+/// Why a model call produced no reply.
+pub enum CallFailure {
+    /// The turn was interrupted; `partial` is the text streamed so far.
+    Aborted { partial: String },
+    /// The call failed for good (not retryable, or out of retries).
+    Failed(String),
+}
+
 /// A hosted tool call the provider ran within the reply (shown, never executed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerCall {

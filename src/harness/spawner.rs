@@ -1,6 +1,8 @@
-//! Child agents (the `agent` tool and subagents) run as new harnesses that share the
-//! parent's provider, workspace and event channel; and the context every tool call gets.
+//! How a harness is made ([`Harness::new`]), with the context every tool call gets; and
+//! child agents (the `agent` tool and subagents), which that context starts as new
+//! harnesses that share the parent's provider, workspace and event channel.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,9 +10,11 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::{Emitter, Harness, Setup};
+use super::estimate::Estimate;
+use super::{Emitter, Harness, Logged, Setup, prompt, registry};
 use crate::manifest::Manifest;
-use crate::protocol::TurnOutcome;
+use crate::protocol::{TurnOutcome, Usage};
+use crate::tools::state::SessionState;
 use crate::tools::{Spawner, ToolContext};
 
 /// Starts child agents with what they share with the agent that starts them.
@@ -76,6 +80,44 @@ impl Spawner for ChildSpawner {
 }
 
 impl Harness {
+    /// A new session with this id. Fails when the instructions cannot be rendered.
+    pub fn new(setup: Setup, emitter: Emitter, session_id: String) -> Result<Harness, String> {
+        let emitter = match (&setup.journal, setup.depth) {
+            (_, depth) if depth > 0 => emitter.for_child(&session_id),
+            (Some(journal), _) => emitter.with_journal(journal.clone()),
+            (None, _) => emitter,
+        };
+        let registry = Arc::new(registry(&setup));
+        let system = prompt::system_prompt(
+            &setup.manifest,
+            &registry,
+            &setup.model,
+            &setup.workspace,
+            &|name| std::env::var(name).ok(),
+        )?;
+        let state = Arc::new(SessionState::default());
+        let tools = tools_context(&setup, &emitter, &state);
+        Ok(Harness {
+            setup,
+            registry,
+            system,
+            emitter,
+            session_id,
+            history: Vec::new(),
+            usage: Usage::default(),
+            state,
+            tools,
+            logged: Logged::default(),
+            parked: None,
+            resolutions: HashMap::new(),
+            early: HashMap::new(),
+            call_ids: HashSet::new(),
+            estimate: Estimate::default(),
+            wind_down: None,
+            durable: None,
+        })
+    }
+
     /// What the tool calls of a step may use.
     pub(super) fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
         ToolContext {

@@ -4,7 +4,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::decide::{self, Limits, Next, Standing, StepEnd};
-use super::model_call::CallFailure;
+use super::reply::CallFailure;
 use super::{Harness, calls::CallsEnd, compaction};
 use crate::protocol::{
     EndReason, EventKind, InputKind, Message, Parked, Resolution, TurnOutcome, Usage,

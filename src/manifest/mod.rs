@@ -1,5 +1,6 @@
 //! The manifest: a compiled agent directory, everything a run needs (serde types).
 
+mod approval;
 pub mod connection;
 pub mod diff;
 pub mod eval;
@@ -9,6 +10,8 @@ pub mod script;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub use approval::Approval;
 
 /// Bumped whenever the manifest's shape changes.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -278,14 +281,6 @@ pub enum ToolSource {
     Custom,
     /// A tool of an MCP server (`connections/<name>.toml`).
     Connection,
-}
-
-/// Whether a person must approve each call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Approval {
-    Never,
-    Always,
 }
 
 /// What runs when the model calls a tool.

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::event::{DecodeError, FinishReason, MAX_REPLY_PARTS, StreamEvent, Usage};
-use super::request::{EMPTY_REPLY, Message, ModelRequest, ToolKind};
+use super::request::{EMPTY_REPLY, Message, ModelRequest, ToolCall, ToolKind, ToolResult};
 
 /// The version of Anthropic's web search tool eve declares.
 pub const WEB_SEARCH_TOOL_TYPE: &str = "web_search_20250305";
@@ -416,57 +416,8 @@ pub fn request_body(request: &ModelRequest) -> Value {
             } if !blocks.is_empty() => ("assistant", blocks.clone()),
             Message::Assistant {
                 text, tool_calls, ..
-            } => {
-                let mut blocks = Vec::new();
-                if !text.is_empty() {
-                    blocks.push(json!({"type": "text", "text": text}));
-                }
-                for call in tool_calls {
-                    let input = match &call.input {
-                        Value::Object(_) => call.input.clone(),
-                        _ => json!({}),
-                    };
-                    blocks.push(json!({
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": call.name,
-                        "input": input,
-                    }));
-                }
-                if blocks.is_empty() {
-                    blocks.push(json!({"type": "text", "text": EMPTY_REPLY}));
-                }
-                ("assistant", blocks)
-            }
-            Message::Tool { results } => (
-                "user",
-                results
-                    .iter()
-                    .map(|r| {
-                        let text = if r.content.is_empty() { "(no output)" } else { r.content.as_str() };
-                        // Images go as image blocks beside the text (an MCP server's).
-                        let content = if r.images.is_empty() {
-                            json!(text)
-                        } else {
-                            let mut parts = vec![json!({"type": "text", "text": text})];
-                            parts.extend(r.images.iter().map(|i| json!({
-                                "type": "image",
-                                "source": {"type": "base64", "media_type": i.media_type, "data": i.data},
-                            })));
-                            json!(parts)
-                        };
-                        let mut block = json!({
-                            "type": "tool_result",
-                            "tool_use_id": r.call_id,
-                            "content": content,
-                        });
-                        if r.is_error {
-                            block["is_error"] = json!(true);
-                        }
-                        block
-                    })
-                    .collect(),
-            ),
+            } => ("assistant", assistant_blocks(text, tool_calls)),
+            Message::Tool { results } => ("user", tool_result_blocks(results)),
         };
         // The API wants alternating roles: tool results followed by a user message share one turn.
         match messages.last_mut() {
@@ -520,6 +471,66 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body["temperature"] = json!(temperature);
     }
     body
+}
+
+/// The blocks of an assistant message eve built (no provider blocks kept): its text and
+/// its tool calls; a placeholder text when it has neither.
+fn assistant_blocks(text: &str, tool_calls: &[ToolCall]) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    if !text.is_empty() {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    for call in tool_calls {
+        let input = match &call.input {
+            Value::Object(_) => call.input.clone(),
+            _ => json!({}),
+        };
+        blocks.push(json!({
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": input,
+        }));
+    }
+    if blocks.is_empty() {
+        blocks.push(json!({"type": "text", "text": EMPTY_REPLY}));
+    }
+    blocks
+}
+
+/// One `tool_result` block per result.
+fn tool_result_blocks(results: &[ToolResult]) -> Vec<Value> {
+    results
+        .iter()
+        .map(|r| {
+            let text = if r.content.is_empty() {
+                "(no output)"
+            } else {
+                r.content.as_str()
+            };
+            // Images go as image blocks beside the text (an MCP server's).
+            let content =
+                if r.images.is_empty() {
+                    json!(text)
+                } else {
+                    let mut parts = vec![json!({"type": "text", "text": text})];
+                    parts.extend(r.images.iter().map(|i| json!({
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": i.media_type, "data": i.data},
+                })));
+                    json!(parts)
+                };
+            let mut block = json!({
+                "type": "tool_result",
+                "tool_use_id": r.call_id,
+                "content": content,
+            });
+            if r.is_error {
+                block["is_error"] = json!(true);
+            }
+            block
+        })
+        .collect()
 }
 
 #[cfg(test)]

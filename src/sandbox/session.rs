@@ -1,10 +1,12 @@
 //! The sandbox of one session: the agent's `[sandbox]` settings, the command line's
-//! overrides, and the paths inside the workspace that must stay read-only.
+//! overrides, and the paths inside the workspace that must stay read-only ([`Recipe`]);
+//! the [`Sandbox`] prepared from them, and [`spawn`], the one door its processes start
+//! through.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use super::{Policy, Sandbox, Support};
+use super::{Child, Command, Enforced, Launcher, Policy, Support, linux};
 use crate::manifest::{Manifest, Sandbox as SandboxSettings, SandboxMode};
 
 /// The sandbox of a session: `[sandbox]` with the command line's overrides, the agent's
@@ -128,7 +130,7 @@ impl Recipe {
             .any(|w| w.starts_with(self.workspace.join(".git")));
         writable.extend(extra.iter().cloned());
         let protected = self.protected(mode, &writable, git_writable);
-        let temp = super::temp_folder();
+        let temp = temp_folder();
         let policy = Policy::new(
             mode,
             settings.network,
@@ -180,6 +182,152 @@ impl Recipe {
         }
         protected.extend(super::git::protected(&self.workspace, git_writable));
         protected
+    }
+}
+
+/// A session's sandbox: its policy, what this machine enforces of it, and the launcher
+/// its processes start through.
+#[derive(Debug)]
+pub struct Sandbox {
+    /// The policy it enforces.
+    pub policy: Policy,
+    /// The session's private temp folder (`TMPDIR` of every sandboxed process), made at
+    /// the first process and removed with the sandbox.
+    pub temp: PathBuf,
+    made: OnceLock<Result<(), String>>,
+    /// Why the tools that start processes are not offered (`require = true` and the
+    /// kernel cannot confine them), if they are not.
+    pub withheld: Option<String>,
+    launcher: Launcher,
+    /// What is really enforced on this machine, for warnings and `eve doctor`.
+    pub enforced: Enforced,
+    /// What it was made from, to make more like it (an MCP server's own sandbox).
+    pub recipe: Option<Recipe>,
+}
+
+impl Sandbox {
+    /// Prepares `policy` with what `support` says this kernel can do; sandboxed
+    /// processes get `temp` (a folder that does not exist yet, beneath which `policy`
+    /// allows writes) as their `TMPDIR`. With `require`, a policy the kernel cannot
+    /// fully enforce withholds the tools that start processes. Nothing is started or
+    /// made until the first process.
+    pub fn prepare(policy: &Policy, temp: PathBuf, require: bool, support: &Support) -> Sandbox {
+        let enforced = linux::enforced(policy, support);
+        let withheld = (require && !enforced.missing.is_empty()).then(|| {
+            format!(
+                "`[sandbox] require = true`, and this machine cannot confine processes: it lacks {}",
+                enforced.missing.join(", ")
+            )
+        });
+        let launcher =
+            Launcher::new((policy.mode != SandboxMode::Off).then_some((policy, support)));
+        Sandbox {
+            policy: policy.clone(),
+            temp,
+            made: OnceLock::new(),
+            withheld,
+            launcher,
+            enforced,
+            recipe: None,
+        }
+    }
+
+    /// The line that says what this machine cannot enforce, once a session (none with
+    /// `require = true`: the tools that start processes are withheld instead).
+    pub fn warnings(&self) -> Vec<String> {
+        let missing = &self.enforced.missing;
+        if missing.is_empty() || self.withheld.is_some() {
+            return Vec::new();
+        }
+        vec![format!(
+            "the sandbox ({}) is only partly enforced on this machine: it lacks {}; set `[sandbox] require = true` to refuse to run without it",
+            self.policy.mode.as_str(),
+            missing.join(", ")
+        )]
+    }
+
+    /// Whether the sandbox confines anything.
+    pub fn is_on(&self) -> bool {
+        self.policy.mode != SandboxMode::Off
+    }
+
+    /// The line for the model after a sandboxed command failed, when its output says a
+    /// write or a connection was refused; `None` otherwise.
+    pub fn explain_refusal(
+        &self,
+        workspace: &Path,
+        failed: bool,
+        output: &[&str],
+    ) -> Option<String> {
+        const REFUSED: &[&str] = &[
+            "Permission denied",
+            "Read-only file system",
+            "Operation not permitted",
+        ];
+        (self.is_on() && failed && output.iter().any(|o| REFUSED.iter().any(|r| o.contains(r))))
+            .then(|| self.policy.refusal_note(workspace))
+    }
+
+    /// Makes the temp folder, once (private to eve's user).
+    fn make_temp(&self) -> std::io::Result<()> {
+        let made = self.made.get_or_init(|| {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&self.temp)
+                .map_err(|e| {
+                    format!(
+                        "cannot create the session's temp folder `{}`: {e}",
+                        self.temp.display()
+                    )
+                })
+        });
+        made.clone().map_err(std::io::Error::other)
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if matches!(self.made.get(), Some(Ok(()))) {
+            let _ = std::fs::remove_dir_all(&self.temp);
+        }
+    }
+}
+
+/// A new name for a session's temp folder, beneath the system's temp folder: not made.
+pub fn temp_folder() -> PathBuf {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    let base = std::env::temp_dir();
+    let base = base.canonicalize().unwrap_or(base);
+    base.join(format!("eve-session-{:016x}", hasher.finish()))
+}
+
+/// Starts `command` — the one door for every process eve runs for the model: through
+/// `sandbox`'s launcher, confined, with the session's temp folder as `TMPDIR`; or,
+/// without a sandbox (`mode = "off"`), through eve's unconfined launcher. Either way
+/// nothing the program starts outlives the [`Child`]: dropping it, or [`Child::stop`],
+/// ends the whole call.
+pub async fn spawn(sandbox: Option<&Sandbox>, command: &mut Command) -> std::io::Result<Child> {
+    match sandbox.filter(|s| s.is_on()) {
+        Some(sandbox) => {
+            sandbox.make_temp()?;
+            // The session's private temp folder, like every sandboxed process (a
+            // program's own `env` cannot point it elsewhere: that would not be writable).
+            command.env("TMPDIR", &sandbox.temp);
+            sandbox.launcher.spawn(command).await
+        }
+        None => {
+            static UNCONFINED: OnceLock<Launcher> = OnceLock::new();
+            UNCONFINED
+                .get_or_init(|| Launcher::new(None))
+                .spawn(command)
+                .await
+        }
     }
 }
 

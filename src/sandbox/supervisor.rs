@@ -172,50 +172,18 @@ pub fn run(call: &Call<'_>) -> ! {
         let socket = call.report;
         libc::prctl(libc::PR_SET_NAME, c"eve-supervisor".as_ptr());
         if !call.pid_namespace && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
-            send(
-                socket,
-                Report::Failed {
-                    errno: errno(),
-                    stage: Stage::Supervisor,
-                },
-            );
-            libc::_exit(101);
+            give_up(socket);
         }
-        // SIGCHLD is read from a signalfd; it must not be ignored, or the kernel reaps
-        // children and their status is lost.
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
-        let mut default: libc::sigaction = std::mem::zeroed();
-        default.sa_sigaction = libc::SIG_DFL;
-        libc::sigaction(libc::SIGCHLD, &default, std::ptr::null_mut());
-        let mut chld: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut chld);
-        libc::sigaddset(&mut chld, libc::SIGCHLD);
-        let sigfd = libc::signalfd(-1, &chld, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+        let sigfd = child_signals();
 
         // The program's word on its exec: nothing (closed by exec) or (stage, errno).
         let mut status_pipe = [0 as RawFd; 2];
         if libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            send(
-                socket,
-                Report::Failed {
-                    errno: errno(),
-                    stage: Stage::Supervisor,
-                },
-            );
-            libc::_exit(101);
+            give_up(socket);
         }
         let program = libc::fork();
         if program < 0 {
-            send(
-                socket,
-                Report::Failed {
-                    errno: errno(),
-                    stage: Stage::Supervisor,
-                },
-            );
-            libc::_exit(101);
+            give_up(socket);
         }
         if program == 0 {
             libc::close(status_pipe[0]);
@@ -226,19 +194,7 @@ pub fn run(call: &Call<'_>) -> ! {
             libc::close(fd);
         }
         let mut word = [0u8; 8];
-        let mut got = 0usize;
-        while got < word.len() {
-            let n = libc::read(
-                status_pipe[0],
-                word[got..].as_mut_ptr().cast(),
-                word.len() - got,
-            );
-            if n > 0 {
-                got += n as usize;
-            } else if n == 0 || errno() != libc::EINTR {
-                break;
-            }
-        }
+        let got = read_word(status_pipe[0], &mut word);
         libc::close(status_pipe[0]);
         if got == word.len() {
             let stage = u32::from_ne_bytes([word[0], word[1], word[2], word[3]]);
@@ -269,6 +225,65 @@ pub fn run(call: &Call<'_>) -> ! {
             pending: [0; PENDING],
             pending_len: 0,
         };
+        watch(&mut tree, socket, sigfd);
+        tree.kill_all(sigfd)
+    }
+}
+
+/// Reports that the supervisor itself failed (errno as it stands) and exits.
+unsafe fn give_up(socket: RawFd) -> ! {
+    send(
+        socket,
+        Report::Failed {
+            errno: errno(),
+            stage: Stage::Supervisor,
+        },
+    );
+    // SAFETY: exits the process, as the supervisor does.
+    unsafe { libc::_exit(101) }
+}
+
+/// Blocks every signal and returns a signalfd for SIGCHLD (negative when there is none).
+unsafe fn child_signals() -> RawFd {
+    // SAFETY: system calls on signal sets on the stack.
+    unsafe {
+        // SIGCHLD is read from a signalfd; it must not be ignored, or the kernel reaps
+        // children and their status is lost.
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(libc::SIGCHLD, &default, std::ptr::null_mut());
+        let mut chld: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut chld);
+        libc::sigaddset(&mut chld, libc::SIGCHLD);
+        libc::signalfd(-1, &chld, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC)
+    }
+}
+
+/// Reads up to `word.len()` bytes from `fd` (retrying on EINTR) until it is full, closed
+/// or failing; returns how many were read.
+unsafe fn read_word(fd: RawFd, word: &mut [u8; 8]) -> usize {
+    let mut got = 0usize;
+    while got < word.len() {
+        // SAFETY: read writes at most the rest of `word`.
+        let n = unsafe { libc::read(fd, word[got..].as_mut_ptr().cast(), word.len() - got) };
+        if n > 0 {
+            got += n as usize;
+        } else if n == 0 || errno() != libc::EINTR {
+            break;
+        }
+    }
+    got
+}
+
+/// Waits for the program and its descendants, and for eve's word on `socket`: returns
+/// when eve is done with the call (EOF, an error or another byte than TERMINATE); ends
+/// the call itself when the supervisor has no child left and the program is done.
+unsafe fn watch(tree: &mut Tree, socket: RawFd, sigfd: RawFd) {
+    // SAFETY: system calls on memory on the stack.
+    unsafe {
         loop {
             if tree.reap(&mut 0) && tree.program_done {
                 tree.end(0, 0);
@@ -300,10 +315,9 @@ pub fn run(call: &Call<'_>) -> ! {
                     continue;
                 }
                 // EOF, an error or another byte: eve is done with the call (or gone).
-                break;
+                return;
             }
         }
-        tree.kill_all(sigfd)
     }
 }
 

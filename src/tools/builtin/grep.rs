@@ -199,28 +199,9 @@ async fn run(
 ) -> Result<ToolOutput, ToolOutput> {
     let given = input.path.as_deref().unwrap_or(".");
     let resolved = ctx.resolve(given, Access::Search)?;
-    let is_file = match &resolved.found.entry {
-        Entry::File(_) => true,
-        Entry::Dir => false,
-        Entry::Missing => return Err(ToolOutput::error(format!("`{given}` does not exist"))),
-        Entry::Other(kind) => {
-            return Err(ToolOutput::error(format!(
-                "`{given}` is {}, not a file or a folder: grep searches regular files",
-                describe(*kind)
-            )));
-        }
-    };
+    let is_file = is_file(given, &resolved.found.entry)?;
     let root = resolved.path.clone();
-    let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(input.case_insensitive)
-        .line_terminator(Some(b'\n'))
-        .build(&input.pattern)
-        .map_err(|e| {
-            ToolOutput::error(format!(
-                "invalid regular expression `{}`: {e}",
-                input.pattern
-            ))
-        })?;
+    let matcher = matcher(input)?;
     // The glob is matched against paths relative to the folder searched (for a single
     // file, against its name).
     let base = if is_file {
@@ -234,26 +215,8 @@ async fn run(
     };
 
     let mode = input.output_mode;
-    let context = if mode == Mode::Content {
-        input.context.min(MAX_CONTEXT)
-    } else {
-        0
-    };
-    let cap = input.head_limit.unwrap_or(match mode {
-        Mode::Content => MAX_CONTENT_LINES,
-        Mode::FilesWithMatches | Mode::Count => MAX_ENTRIES,
-    });
-    let mut searcher = SearcherBuilder::new();
-    searcher
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .line_number(mode == Mode::Content)
-        .before_context(context)
-        .after_context(context)
-        .heap_limit(Some(MAX_LINE_BYTES));
-    let mut prefix = SearcherBuilder::new();
-    prefix
-        .binary_detection(BinaryDetection::none())
-        .heap_limit(Some(MAX_LINE_BYTES));
+    let (context, cap) = context_and_cap(input);
+    let (searcher, prefix) = searchers(mode, context);
 
     let agents = ctx.policy().agent_ids();
     let workspace = ctx.workspace.clone();
@@ -290,29 +253,13 @@ async fn run(
                 })
             }
         };
-        let mut found = Vec::new();
-        let mut skipped = Skipped::default();
-        for worker in workers {
-            found.extend(worker.found);
-            skipped.binary.extend(worker.skipped.binary);
-            skipped.long_lines.extend(worker.skipped.long_lines);
-        }
-        (found, skipped)
+        merge(workers)
     })
     .await
     .map_err(|Stopped| ToolOutput::error("the search was interrupted"))?;
 
     let mut text = if found.is_empty() {
-        let mut text = format!(
-            "No matches for `{}` in `{}`",
-            input.pattern,
-            ctx.display(&root)
-        );
-        if let Some(glob) = &input.glob {
-            text.push_str(&format!(" (files matching `{glob}`)"));
-        }
-        text.push('.');
-        text
+        no_matches(input, ctx, &root)
     } else {
         render(found, mode, context > 0, cap, ctx)
     };
@@ -321,6 +268,92 @@ async fn run(
         text.push_str(&timed_out_note(timeout));
     }
     Ok(ToolOutput::ok(text))
+}
+
+/// Whether the path searched is a file (or a folder); an error for anything else.
+fn is_file(given: &str, entry: &Entry) -> Result<bool, ToolOutput> {
+    match entry {
+        Entry::File(_) => Ok(true),
+        Entry::Dir => Ok(false),
+        Entry::Missing => Err(ToolOutput::error(format!("`{given}` does not exist"))),
+        Entry::Other(kind) => Err(ToolOutput::error(format!(
+            "`{given}` is {}, not a file or a folder: grep searches regular files",
+            describe(*kind)
+        ))),
+    }
+}
+
+/// The lines of context around each match (content mode only) and the most lines or
+/// entries shown.
+fn context_and_cap(input: &Input) -> (usize, usize) {
+    let mode = input.output_mode;
+    let context = if mode == Mode::Content {
+        input.context.min(MAX_CONTEXT)
+    } else {
+        0
+    };
+    let cap = input.head_limit.unwrap_or(match mode {
+        Mode::Content => MAX_CONTENT_LINES,
+        Mode::FilesWithMatches | Mode::Count => MAX_ENTRIES,
+    });
+    (context, cap)
+}
+
+/// The input's pattern, compiled.
+fn matcher(input: &Input) -> Result<RegexMatcher, ToolOutput> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(input.case_insensitive)
+        .line_terminator(Some(b'\n'))
+        .build(&input.pattern)
+        .map_err(|e| {
+            ToolOutput::error(format!(
+                "invalid regular expression `{}`: {e}",
+                input.pattern
+            ))
+        })
+}
+
+/// The searcher of text files (with `context` lines around each match in content
+/// mode), and the one of the part of a binary file before its first NUL byte.
+fn searchers(mode: Mode, context: usize) -> (SearcherBuilder, SearcherBuilder) {
+    let mut searcher = SearcherBuilder::new();
+    searcher
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .line_number(mode == Mode::Content)
+        .before_context(context)
+        .after_context(context)
+        .heap_limit(Some(MAX_LINE_BYTES));
+    let mut prefix = SearcherBuilder::new();
+    prefix
+        .binary_detection(BinaryDetection::none())
+        .heap_limit(Some(MAX_LINE_BYTES));
+    (searcher, prefix)
+}
+
+/// The walker threads' findings, together.
+fn merge(workers: Vec<Worker>) -> (Vec<Hits>, Skipped) {
+    let mut found = Vec::new();
+    let mut skipped = Skipped::default();
+    for worker in workers {
+        found.extend(worker.found);
+        skipped.binary.extend(worker.skipped.binary);
+        skipped.long_lines.extend(worker.skipped.long_lines);
+    }
+    (found, skipped)
+}
+
+/// The answer when nothing matched.
+fn no_matches(input: &Input, ctx: &ToolContext, root: &Path) -> String {
+    let mut text = format!(
+        "No matches for `{}` in `{}`",
+        input.pattern,
+        ctx.display(root)
+    );
+    if let Some(glob) = &input.glob {
+        text.push_str(&format!(" (files matching `{glob}`)"));
+    }
+    text.push('.');
+    text
 }
 
 /// A note on the files left out, if any.

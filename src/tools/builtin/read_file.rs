@@ -257,16 +257,9 @@ fn read(
             joined = [carry.as_slice(), chunk].concat();
             &joined
         };
-        let valid = match std::str::from_utf8(data) {
-            Ok(_) => data.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(e) => {
-                let before = memchr::memchr_iter(b'\n', &data[..e.valid_up_to()]).count();
-                return Ok(Err(format!(
-                    "`{shown}` is not UTF-8 text (line {}); read_file only reads text",
-                    pager.number + before as u64 + 1
-                )));
-            }
+        let valid = match valid_prefix(data, shown, pager.number) {
+            Ok(valid) => valid,
+            Err(message) => return Ok(Err(message)),
         };
         pager.push(&data[..valid]);
         carry = data[valid..].to_vec();
@@ -296,6 +289,33 @@ fn read(
             "offset {offset} is past the end of `{shown}`, which has {number} lines"
         )));
     }
+    Ok(Ok(Page {
+        text: page_text(pager, offset),
+        stamp,
+    }))
+}
+
+/// How much of `data` (which follows line `lines`) is whole UTF-8 characters: all of it,
+/// or all but a character cut by the end of the chunk; the answer for text that is not
+/// UTF-8.
+fn valid_prefix(data: &[u8], shown: &str, lines: u64) -> Result<usize, String> {
+    match std::str::from_utf8(data) {
+        Ok(_) => Ok(data.len()),
+        Err(e) if e.error_len().is_none() => Ok(e.valid_up_to()),
+        Err(e) => {
+            let before = memchr::memchr_iter(b'\n', &data[..e.valid_up_to()]).count();
+            Err(format!(
+                "`{shown}` is not UTF-8 text (line {}); read_file only reads text",
+                lines + before as u64 + 1
+            ))
+        }
+    }
+}
+
+/// The lines read from `offset` on, with a last line that says which lines of how many
+/// they are when they are not the whole file.
+fn page_text(pager: Pager, offset: u64) -> String {
+    let number = pager.number;
     let mut out = pager.out;
     let last = pager.last;
     if offset > 1 || last < number {
@@ -318,7 +338,7 @@ fn read(
     } else if out.ends_with('\n') {
         out.pop();
     }
-    Ok(Ok(Page { text: out, stamp }))
+    out
 }
 
 /// The file `resolved` names, or the answer for what it is instead.
