@@ -346,6 +346,8 @@ pub fn session_setup_with(
     });
     let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
     let setup = Setup::new(manifest, agent_dir, workspace, model)
+        .with_env(crate::harness::Env::process())
+        .with_retry(providers::retry::RetryPolicy::from_env())
         .with_max_steps(max_steps)
         .hiding(options.hidden_env.iter().cloned())
         .with_person(options.asker.clone(), options.approve_all)
@@ -537,8 +539,18 @@ mod tests {
             max_steps: Some(3),
             ..RunOptions::default()
         };
+        let bare = Setup::new(manifest.clone(), dir.clone(), dir.clone(), model.clone());
+        assert_eq!(
+            bare.env.var("PATH"),
+            None,
+            "the harness reads no environment of its own"
+        );
         let (setup, _) =
             session_setup_with(manifest, dir.clone(), dir.clone(), model, &options).unwrap();
+        assert!(
+            setup.env.var("PATH").is_some(),
+            "a run's instructions read the process's environment"
+        );
         assert!(setup.hidden_env.iter().any(|v| v == "OPENAI_API_KEY"));
         assert!(setup.hidden_env.iter().any(|v| v == "EVE_SERVE_TOKEN"));
         assert_eq!(setup.max_steps, 3);

@@ -20,7 +20,7 @@ mod model_call;
 pub mod prompt;
 mod reply;
 pub mod scheduler;
-mod setup;
+pub mod setup;
 mod spawner;
 mod turn;
 
@@ -42,6 +42,7 @@ use crate::tools::{Registry, ToolOutput};
 
 pub use asker::Asker;
 pub use emitter::Emitter;
+pub use setup::Env;
 pub use turn::Turn;
 
 /// Everything a harness needs besides the conversation.
@@ -80,6 +81,10 @@ pub struct Setup {
     /// ([`Manifest::executed_paths`] of the top agent; a child agent keeps its
     /// parent's): file tools keep them with the definition.
     pub executed: Arc<Vec<String>>,
+    /// The environment the instructions' `[instructions] env` variables are read from
+    /// (the process's for a run; empty unless set: the harness reads no environment of
+    /// its own).
+    pub env: setup::Env,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.
@@ -221,7 +226,7 @@ impl Harness {
                 &self.registry,
                 &self.setup.model,
                 &self.setup.workspace,
-                &|name| std::env::var(name).ok(),
+                &|name| self.setup.env.var(name),
             )?;
         }
         self.announce(warnings);

@@ -16,7 +16,7 @@ use crate::tools::stub::Stubs;
 impl Setup {
     /// A top-level session of `manifest`, built from `agent_dir` (absolute), on `model`,
     /// acting in `workspace` (absolute): the agent's own step limit, its provider keys
-    /// hidden from the processes tools start, retries as the environment says; not
+    /// hidden from the processes tools start, the default retries, no environment; not
     /// confined, logged or connected until the builder methods say so.
     pub fn new(
         manifest: Arc<Manifest>,
@@ -34,7 +34,7 @@ impl Setup {
             provider: model.provider,
             model_id: model.model_id,
             model: model.reference,
-            retry: RetryPolicy::from_env(),
+            retry: RetryPolicy::default(),
             depth: 0,
             journal: None,
             asker: None,
@@ -42,7 +42,20 @@ impl Setup {
             sandbox: None,
             stubs: None,
             connections: None,
+            env: Env::empty(),
         }
+    }
+
+    /// Where the instructions' variables are read from (`Env::process()` for a run).
+    pub fn with_env(mut self, env: Env) -> Setup {
+        self.env = env;
+        self
+    }
+
+    /// How model calls are retried (`RetryPolicy::from_env()` for a run).
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Setup {
+        self.retry = retry;
+        self
     }
 
     /// Model calls allowed per turn (`--max-steps`), instead of the agent's limit.
@@ -118,6 +131,42 @@ impl Setup {
             stubs: self.stubs.clone(),
             connections,
             executed: self.executed.clone(),
+            env: self.env.clone(),
         }
+    }
+}
+
+/// An environment to read variables from, passed in through [`Setup::env`]: the
+/// harness itself reads none of the process's.
+#[derive(Clone)]
+pub struct Env(Arc<Lookup>);
+
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl Env {
+    /// No variables.
+    pub fn empty() -> Env {
+        Env(Arc::new(|_| None))
+    }
+
+    /// The process's environment (what `eve run` passes).
+    pub fn process() -> Env {
+        Env(Arc::new(|name| std::env::var(name).ok()))
+    }
+
+    /// Variables from `lookup`.
+    pub fn from_fn(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Env {
+        Env(Arc::new(lookup))
+    }
+
+    /// The value of `name`, if set.
+    pub fn var(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Env")
     }
 }

@@ -93,7 +93,7 @@ impl Harness {
             &registry,
             &setup.model,
             &setup.workspace,
-            &|name| std::env::var(name).ok(),
+            &|name| setup.env.var(name),
         )?;
         let state = Arc::new(SessionState::default());
         let tools = tools_context(&setup, &emitter, &state);

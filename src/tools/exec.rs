@@ -8,7 +8,6 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::registry::Registry;
 use super::{arguments, state, workspace};
 
 /// What a tool call returns to the model.
@@ -69,8 +68,9 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Starts child agents (the `agent` tool and subagents); `None` where none may start.
     pub spawner: Option<Arc<dyn Spawner>>,
-    /// The session's tools, for the tool catalog (`search_tools`, `call_tool`).
-    pub catalog: Option<Arc<Registry>>,
+    /// The session's tools, for the tool catalog (`search_tools`, `call_tool`): the
+    /// registry ([`Catalog`]).
+    pub catalog: Option<Arc<dyn Catalog>>,
 }
 
 impl ToolContext {
@@ -180,4 +180,20 @@ pub trait ToolExec: Send + Sync + std::fmt::Debug {
     fn approved_by_policy(&self, _input: &Value) -> bool {
         false
     }
+}
+
+/// The session's tools as the catalog tools see them (`search_tools`, `call_tool`); the
+/// registry implements it. A trait, so that what a call gets does not name the registry,
+/// whose entries hold the executors that take it.
+pub trait Catalog: Send + Sync + std::fmt::Debug {
+    /// The tools that best match `query`, at most `limit`.
+    fn search(&self, query: &str, limit: usize) -> Vec<&crate::manifest::Tool>;
+    /// The names of the deferred tools.
+    fn deferred(&self) -> Vec<String>;
+    /// Runs `call` as the registry would (its approval rules and stubs included).
+    fn call<'a>(
+        &'a self,
+        call: &'a crate::protocol::ToolCall,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ToolOutput>;
 }

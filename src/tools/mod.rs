@@ -17,5 +17,5 @@ pub mod stub;
 pub mod walk;
 pub mod workspace;
 
-pub use exec::{Spawner, ToolContext, ToolExec, ToolOutput, parse_input};
+pub use exec::{Catalog, Spawner, ToolContext, ToolExec, ToolOutput, parse_input};
 pub use registry::Registry;

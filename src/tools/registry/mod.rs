@@ -43,6 +43,24 @@ pub struct Registry {
     unavailable: Vec<Unavailable>,
 }
 
+impl crate::tools::Catalog for Registry {
+    fn search(&self, query: &str, limit: usize) -> Vec<&manifest::Tool> {
+        Registry::search(self, query, limit)
+    }
+
+    fn deferred(&self) -> Vec<String> {
+        Registry::deferred(self)
+    }
+
+    fn call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        ctx: &'a ToolContext,
+    ) -> futures_util::future::BoxFuture<'a, ToolOutput> {
+        Box::pin(Registry::call(self, call, ctx))
+    }
+}
+
 impl Registry {
     /// The tools offered to the model, in manifest order (deferred ones are not).
     pub fn specs(&self) -> Vec<ToolSpec> {
