@@ -14,6 +14,7 @@ pub mod compaction;
 pub mod decide;
 pub mod durable;
 mod emitter;
+mod env;
 mod estimate;
 mod input;
 mod model_call;
@@ -42,7 +43,7 @@ use crate::tools::{Registry, ToolOutput};
 
 pub use asker::Asker;
 pub use emitter::Emitter;
-pub use setup::Env;
+pub use env::Env;
 pub use turn::Turn;
 
 /// Everything a harness needs besides the conversation.
@@ -84,7 +85,7 @@ pub struct Setup {
     /// The environment the instructions' `[instructions] env` variables are read from
     /// (the process's for a run; empty unless set: the harness reads no environment of
     /// its own).
-    pub env: setup::Env,
+    pub env: Env,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.
