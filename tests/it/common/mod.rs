@@ -1,6 +1,7 @@
 //! Shared helpers for the end-to-end tests: the real binary on copies of fixture folders.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod agent;
 pub mod mcp;
 pub mod mock;
 pub mod restate;
