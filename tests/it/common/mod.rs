@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-pub use agent::Agent;
+pub use agent::{Agent, AgentBuilder};
 
 /// The `eve` binary, with colour off and a clean environment for model overrides; the
 /// MCP test server is on its PATH (fixtures name it `mcp-test-server`).
