@@ -2,74 +2,49 @@
 //! option, and the examples in the docs keep paths inside the workspace. `eve run` with the
 //! scripted provider, asserting what is left on disk and what the model was told.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::eve;
+use crate::common::{Agent, eve};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-struct Setup {
-    _tmp: tempfile::TempDir,
-    agent: PathBuf,
-    workspace: PathBuf,
-    outside: PathBuf,
-}
 
 /// An agent with `tools` whose scripted model makes the `calls` in one reply (given the
 /// path of the folder outside); a workspace with two files, and a folder beside it holding
 /// a secret.
-fn setup(tools: &[(&str, &str)], calls: impl FnOnce(&Path) -> Value) -> Setup {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let agent = base.join("agent");
-    let workspace = base.join("workspace");
-    let outside = base.join("outside");
-    std::fs::create_dir_all(agent.join("tools")).unwrap();
-    std::fs::create_dir_all(workspace.join("src")).unwrap();
-    std::fs::create_dir_all(&outside).unwrap();
-    std::fs::write(workspace.join("README.md"), "read me\n").unwrap();
-    std::fs::write(workspace.join("src/main.rs"), "fn main() {}\n").unwrap();
-    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
-    std::fs::write(
-        agent.join("agent.toml"),
-        "name = \"lister\"\nmodel = \"scripted:replies.yaml\"\ndefault_tools = false\n",
-    )
-    .unwrap();
-    std::fs::write(agent.join("instructions.md"), "List things.\n").unwrap();
+fn setup(tools: &[(&str, &str)], calls: impl FnOnce(&Path) -> Value) -> Agent {
+    let mut agent = Agent::builder()
+        .name("lister")
+        .toml("default_tools = false\n")
+        .instructions("List things.\n")
+        .workspace("workspace")
+        .workspace_file("README.md", "read me\n")
+        .workspace_file("src/main.rs", "fn main() {}\n")
+        .requests_log("agent/log.jsonl");
     for (name, text) in tools {
-        std::fs::write(agent.join("tools").join(format!("{name}.toml")), text).unwrap();
+        agent = agent.tool(name, text);
     }
+    let agent = agent.build();
+    let outside = agent.base.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
     let script = json!([{ "tool_calls": calls(&outside) }, { "text": "done" }]);
-    std::fs::write(agent.join("replies.yaml"), script.to_string()).unwrap();
-    Setup {
-        _tmp: tmp,
-        agent,
-        workspace,
-        outside,
-    }
+    std::fs::write(agent.dir.join("replies.yaml"), script.to_string()).unwrap();
+    agent
 }
 
-fn run(setup: &Setup) -> Vec<Value> {
-    let log = setup.agent.join("log.jsonl");
-    let output = eve()
-        .env("EVE_SCRIPTED_LOG", &log)
-        .arg("run")
-        .arg(&setup.agent)
-        .args(["--workspace", setup.workspace.to_str().unwrap(), "go"])
-        .output()
-        .unwrap();
+fn run(setup: &Agent) -> Vec<Value> {
+    let output = setup.run_cmd().arg("go").output().unwrap();
     assert_eq!(
         output.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
+    setup.requests()[1]["messages"]
+        .as_array()
         .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    requests[1]["messages"].as_array().unwrap().last().unwrap()["results"]
+        .last()
+        .unwrap()["results"]
         .as_array()
         .unwrap()
         .clone()
@@ -95,7 +70,7 @@ type = "object"
 properties.path = { type = "string" }
 "#;
 
-fn workspace_is_intact(s: &Setup) {
+fn workspace_is_intact(s: &Agent) {
     assert_eq!(
         std::fs::read_to_string(s.workspace.join("README.md")).unwrap(),
         "read me\n"
@@ -158,7 +133,7 @@ fn the_documented_list_files_stays_in_the_workspace_and_deletes_nothing() {
     );
     assert_eq!(results[4]["content"], "./src/main.rs\n");
     workspace_is_intact(&s);
-    assert!(s.outside.join("secret.txt").exists());
+    assert!(s.base.join("outside/secret.txt").exists());
 }
 
 #[test]
@@ -213,7 +188,7 @@ url = "https://example.com/"
         )],
         |_| json!([]),
     );
-    let output = eve().arg("build").arg(&s.agent).output().unwrap();
+    let output = eve().arg("build").arg(&s.dir).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::common::eve;
 use crate::common::mcp::{self, start_http_server};
@@ -12,26 +12,30 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// An agent directory with connections, a scripted model and a log of what the test
-/// server did.
-struct Agent {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
+/// server did; it is its own workspace.
+struct Agent(common::Agent);
+
+impl std::ops::Deref for Agent {
+    type Target = common::Agent;
+
+    fn deref(&self) -> &common::Agent {
+        &self.0
+    }
 }
 
 impl Agent {
     fn new(connections: &[(&str, &str)], script: &str) -> Agent {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().canonicalize().unwrap().join("agent");
-        std::fs::create_dir_all(dir.join("connections")).unwrap();
-        std::fs::create_dir_all(dir.join("tools")).unwrap();
-        std::fs::write(
-            dir.join("agent.toml"),
-            "name = \"agent\"\nmodel = \"scripted:script.yaml\"\ndefault_tools = false\n",
-        )
-        .unwrap();
-        std::fs::write(dir.join("instructions.md"), "You test connections.\n").unwrap();
-        std::fs::write(dir.join("script.yaml"), script).unwrap();
-        let agent = Agent { _tmp: tmp, dir };
+        let agent = common::Agent::builder()
+            .name("agent")
+            .model("scripted:script.yaml")
+            .toml("default_tools = false\n")
+            .instructions("You test connections.\n")
+            .file("script.yaml", script)
+            .in_place()
+            .requests_log("agent/requests.ndjson")
+            .build();
+        std::fs::create_dir_all(agent.dir.join("connections")).unwrap();
+        let agent = Agent(agent);
         for (name, text) in connections {
             agent.connection(name, text);
         }
@@ -41,10 +45,6 @@ impl Agent {
     fn connection(&self, name: &str, text: &str) {
         let text = text.replace("@LOG@", &self.log().display().to_string());
         std::fs::write(self.dir.join(format!("connections/{name}.toml")), text).unwrap();
-    }
-
-    fn path(&self) -> &Path {
-        &self.dir
     }
 
     /// Where the test server notes what happened.
@@ -79,11 +79,6 @@ impl Agent {
             .unwrap()
     }
 
-    fn manifest(&self) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.dir.join(".eve/manifest.json")).unwrap())
-            .unwrap()
-    }
-
     /// `eve run` with the scripted model, requests logged; returns the output and events.
     fn run(&self, args: &[&str]) -> (std::process::Output, Vec<Value>) {
         let output = self.run_cmd(args).output().unwrap();
@@ -95,21 +90,11 @@ impl Agent {
     }
 
     fn run_cmd(&self, args: &[&str]) -> assert_cmd::Command {
-        let mut cmd = eve();
+        let mut cmd = self.eve();
         cmd.current_dir(&self.dir)
-            .env("EVE_SCRIPTED_LOG", self.dir.join("requests.ndjson"))
             .args(["run", ".", "-o", "stream-json"])
             .args(args);
         cmd
-    }
-
-    /// The requests the scripted model got, in order.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.join("requests.ndjson"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
     }
 }
 
@@ -169,16 +154,16 @@ fn a_build_lists_the_tools_once_and_reuses_the_cache_until_the_file_changes() {
             json!(["t__add", false, {"kind": "mcp", "connection": "t", "tool": "add"}]),
         ]
     );
-    let cache = agent.path().join(".eve/connections/t.json");
+    let cache = agent.dir.join(".eve/connections/t.json");
     assert!(cache.is_file());
 
     // Unchanged: no process starts, the same manifest.
-    let before = std::fs::read(agent.path().join(".eve/manifest.json")).unwrap();
+    let before = std::fs::read(agent.dir.join(".eve/manifest.json")).unwrap();
     let again = agent.build(&[]);
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(agent.starts(), 1, "a cached listing costs no process start");
     assert_eq!(
-        std::fs::read(agent.path().join(".eve/manifest.json")).unwrap(),
+        std::fs::read(agent.dir.join(".eve/manifest.json")).unwrap(),
         before
     );
 
@@ -287,7 +272,7 @@ fn images_reach_anthropic_as_image_blocks_in_the_tool_result() {
     use common::mock::{MockServer, Reply, anthropic_reply};
     let agent = Agent::new(&[("t", &server("[tools]\nallow = [\"picture\"]\n"))], "[]");
     std::fs::write(
-        agent.path().join("agent.toml"),
+        agent.dir.join("agent.toml"),
         "name = \"agent\"\nmodel = \"anthropic/claude-test\"\ndefault_tools = false\n",
     )
     .unwrap();
@@ -300,7 +285,7 @@ fn images_reach_anthropic_as_image_blocks_in_the_tool_result() {
         Reply::Sse(anthropic_reply("A pixel.", &[], 1)),
     ]);
     let output = eve()
-        .current_dir(agent.path())
+        .current_dir(&agent.dir)
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
         .env("ANTHROPIC_BASE_URL", mock.url())
         .args(["run", ".", "look", "-o", "json"])
@@ -457,7 +442,7 @@ fn a_server_that_dies_fails_the_call_naming_it_and_is_restarted_once() {
     );
     // One start for the build, one for the session, one restart.
     assert_eq!(agent.starts(), 3);
-    let log = std::fs::read_to_string(agent.path().join(".eve/logs/t.log")).unwrap();
+    let log = std::fs::read_to_string(agent.dir.join(".eve/logs/t.log")).unwrap();
     assert_eq!(log.matches("crashing on purpose").count(), 2);
 }
 
@@ -561,7 +546,7 @@ fn a_stdio_server_sees_no_provider_key_and_secret_values_are_redacted() {
         "the value is redacted from the result"
     );
     // The value is nowhere eve writes: manifest, cache, session log, server log, output.
-    for entry in walkdir::WalkDir::new(agent.path().join(".eve")) {
+    for entry in walkdir::WalkDir::new(agent.dir.join(".eve")) {
         let entry = entry.unwrap();
         if entry.file_type().is_file() {
             let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
@@ -629,7 +614,7 @@ fn a_required_server_that_does_not_start_fails_the_session() {
     let build = eve()
         .env("EVE_TEST_MODE", "normal")
         .arg("build")
-        .arg(agent.path())
+        .arg(&agent.dir)
         .output()
         .unwrap();
     assert!(build.status.success(), "{}", stderr(&build));
@@ -692,11 +677,11 @@ fn a_deferred_connection_is_reached_through_the_catalog_and_starts_at_its_first_
     );
 
     std::fs::write(
-        agent.path().join("script.yaml"),
+        agent.dir.join("script.yaml"),
         "- tool_calls: [{name: call_tool, input: {name: t__echo, input: {text: deferred}}}]\n- tool_calls: [{name: call_tool, input: {name: t__add, input: {a: 1}}}]\n- text: done\n",
     )
     .unwrap();
-    std::fs::remove_file(agent.path().join("requests.ndjson")).unwrap();
+    std::fs::remove_file(agent.dir.join("requests.ndjson")).unwrap();
     let (output, events) = agent.run(&["call it"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let requests = agent.requests();
@@ -735,7 +720,7 @@ fn streamable_http_works_like_stdio() {
     let build = eve()
         .env("EVE_TEST_HTTP_TOKEN", "tok")
         .arg("build")
-        .arg(agent.path())
+        .arg(&agent.dir)
         .output()
         .unwrap();
     assert!(build.status.success(), "{}", stderr(&build));
@@ -760,7 +745,7 @@ fn an_http_sse_server_is_reached_through_the_fallback() {
     );
     let report = eve()
         .args(["connections"])
-        .arg(agent.path())
+        .arg(&agent.dir)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
@@ -807,7 +792,7 @@ fn eve_connections_shows_each_tool_as_the_model_sees_it() {
         )],
         "[]",
     );
-    let output = eve().arg("connections").arg(agent.path()).output().unwrap();
+    let output = eve().arg("connections").arg(&agent.dir).output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let text = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<String> = text
@@ -852,7 +837,7 @@ fn ctrl_c_kills_the_server_process_group() {
     );
     assert!(agent.build(&[]).status.success());
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("eve"))
-        .current_dir(agent.path())
+        .current_dir(&agent.dir)
         .env("PATH", mcp::path_with_server())
         .args(["run", ".", "go", "-o", "json"])
         .stdout(std::process::Stdio::piped())
@@ -978,7 +963,7 @@ fn server_everything_over_streamable_http_and_http_sse() {
             )],
             "- tool_calls: [{name: ev__echo, input: {message: over the network}}]\n- text: done\n",
         );
-        let report = eve().arg("connections").arg(agent.path()).output().unwrap();
+        let report = eve().arg("connections").arg(&agent.dir).output().unwrap();
         let text = String::from_utf8_lossy(&report.stdout);
         assert!(
             text.contains(&format!(" over {transport}:")),
@@ -1003,8 +988,8 @@ fn eve_dev_keeps_the_servers_running_from_turn_to_turn() {
     );
     assert!(agent.build(&[]).status.success());
     let output = eve()
-        .current_dir(agent.path())
-        .env("EVE_SCRIPTED_LOG", agent.path().join("requests.ndjson"))
+        .current_dir(&agent.dir)
+        .env("EVE_SCRIPTED_LOG", agent.dir.join("requests.ndjson"))
         .args(["dev", ".", "--model", "scripted:script.yaml"])
         .write_stdin("first\nsecond\n")
         .output()
@@ -1058,7 +1043,7 @@ fn live_tools_that_differ_from_the_build_are_offered_with_one_warning() {
     let build = eve()
         .env("EVE_TEST_ONLY", "echo")
         .arg("build")
-        .arg(agent.path())
+        .arg(&agent.dir)
         .output()
         .unwrap();
     assert!(build.status.success(), "{}", stderr(&build));
@@ -1094,7 +1079,7 @@ fn the_variables_connections_read_leave_the_environment_of_tools() {
         "- tool_calls: [{name: showenv, input: {}}, {name: t__env, input: {}}]\n- text: done\n",
     );
     std::fs::write(
-        agent.path().join("tools/showenv.toml"),
+        agent.dir.join("tools/showenv.toml"),
         "description = \"Prints the environment\"\ncommand = [\"sh\", \"-c\", \"env\"]\n[input_schema]\ntype = \"object\"\n",
     )
     .unwrap();
@@ -1152,9 +1137,9 @@ fn a_server_killed_between_calls_fails_the_next_call_and_the_one_after_restarts_
     // Has the server killed (its pid is the last `started` line of the log) and waits
     // until it is gone or a zombie, so the next call finds it dead. The test kills it:
     // a process of a call cannot signal one outside the call's PID namespace.
-    let ask = agent.path().join("kill-the-server");
+    let ask = agent.dir.join("kill-the-server");
     std::fs::write(
-        agent.path().join("tools/kill_server.toml"),
+        agent.dir.join("tools/kill_server.toml"),
         format!(
             "description = \"Kills the MCP server\"\ncommand = [\"sh\", \"-c\", \"touch '{0}'; while [ -e '{0}' ]; do sleep 0.02; done\"]\n[input_schema]\ntype = \"object\"\n",
             ask.display()

@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use crate::common::eve;
+use crate::common::Agent;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -69,38 +68,27 @@ fn html(body: String) -> Response {
     )
 }
 
-struct Agent {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-}
-
-/// An agent with `tools` whose scripted model makes `calls` in one reply.
+/// An agent, its own workspace, with `tools` whose scripted model makes `calls` in one
+/// reply.
 fn agent(tools: &[(&str, String)], calls: Value) -> Agent {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().canonicalize().unwrap().join("agent");
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::write(
-        dir.join("agent.toml"),
-        "name = \"fetcher\"\nmodel = \"scripted:replies.yaml\"\ndefault_tools = false\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("instructions.md"), "Fetch.\n").unwrap();
+    let mut agent = Agent::builder()
+        .name("fetcher")
+        .toml("default_tools = false\n")
+        .instructions("Fetch.\n")
+        .in_place()
+        .requests_log("agent/log.jsonl");
     for (name, text) in tools {
-        std::fs::write(dir.join("tools").join(format!("{name}.toml")), text).unwrap();
+        agent = agent.tool(name, text);
     }
     let script = json!([{ "tool_calls": calls }, { "text": "done" }]);
-    std::fs::write(dir.join("replies.yaml"), script.to_string()).unwrap();
-    Agent { _tmp: tmp, dir }
+    agent.replies(&script.to_string()).build()
 }
 
 /// Runs the turn; eve must exit normally. Returns the tool results.
 fn run(agent: &Agent) -> Vec<Value> {
-    let log = agent.dir.join("log.jsonl");
-    let output = eve()
-        .env("EVE_SCRIPTED_LOG", &log)
-        .arg("run")
-        .arg(&agent.dir)
-        .args(["--workspace", agent.dir.to_str().unwrap(), "go"])
+    let output = agent
+        .run_cmd()
+        .arg("go")
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
@@ -111,12 +99,11 @@ fn run(agent: &Agent) -> Vec<Value> {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
+    agent.requests()[1]["messages"]
+        .as_array()
         .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    requests[1]["messages"].as_array().unwrap().last().unwrap()["results"]
+        .last()
+        .unwrap()["results"]
         .as_array()
         .unwrap()
         .clone()

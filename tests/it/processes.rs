@@ -2,54 +2,33 @@
 //! command tools start processes that leave the process group, hold the output open or kill
 //! their supervisor, and the tests check in `/proc` that none of them is left.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use crate::common::eve;
+use crate::common::Agent;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-struct Setup {
-    _tmp: tempfile::TempDir,
-    agent: PathBuf,
-    workspace: PathBuf,
-}
-
 /// An agent whose scripted model makes `calls` in one reply, then ends the turn.
-fn setup(tools: &[(&str, &str)], calls: Value) -> Setup {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let agent = base.join("agent");
-    let workspace = base.join("workspace");
-    std::fs::create_dir_all(agent.join("tools")).unwrap();
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(
-        agent.join("agent.toml"),
-        "name = \"spawner\"\nmodel = \"scripted:replies.yaml\"\n",
-    )
-    .unwrap();
-    std::fs::write(agent.join("instructions.md"), "Run things.\n").unwrap();
+fn setup(tools: &[(&str, &str)], calls: Value) -> Agent {
+    let mut agent = Agent::builder()
+        .name("spawner")
+        .instructions("Run things.\n")
+        .workspace("workspace")
+        .requests_log("agent/log.jsonl");
     for (name, text) in tools {
-        std::fs::write(agent.join("tools").join(format!("{name}.toml")), text).unwrap();
+        agent = agent.tool(name, text);
     }
     // JSON is YAML.
     let script = json!([{ "tool_calls": calls }, { "text": "done" }]);
-    std::fs::write(agent.join("replies.yaml"), script.to_string()).unwrap();
-    Setup {
-        _tmp: tmp,
-        agent,
-        workspace,
-    }
+    agent.replies(&script.to_string()).build()
 }
 
 /// Runs the turn and returns the tool results the model got back.
-fn run(setup: &Setup) -> Vec<Value> {
-    let log = setup.agent.join("log.jsonl");
-    let output = eve()
-        .env("EVE_SCRIPTED_LOG", &log)
-        .arg("run")
-        .arg(&setup.agent)
-        .args(["--workspace", setup.workspace.to_str().unwrap(), "go"])
+fn run(setup: &Agent) -> Vec<Value> {
+    let output = setup
+        .run_cmd()
+        .arg("go")
         // A guard against the hang this file is about, not a measurement.
         .timeout(Duration::from_secs(120))
         .output()
@@ -60,12 +39,11 @@ fn run(setup: &Setup) -> Vec<Value> {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
+    setup.requests()[1]["messages"]
+        .as_array()
         .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    requests[1]["messages"].as_array().unwrap().last().unwrap()["results"]
+        .last()
+        .unwrap()["results"]
         .as_array()
         .unwrap()
         .clone()
@@ -74,7 +52,7 @@ fn run(setup: &Setup) -> Vec<Value> {
 /// The pid a process wrote to `file` in the workspace: its pid as `/proc` shows it to
 /// the test (`read -r p _ < /proc/self/stat`; `$$` would be its pid in the call's own PID
 /// namespace).
-fn pid_in(setup: &Setup, file: &str) -> i32 {
+fn pid_in(setup: &Agent, file: &str) -> i32 {
     std::fs::read_to_string(setup.workspace.join(file))
         .unwrap()
         .trim()
@@ -209,7 +187,7 @@ fn a_command_that_kills_its_supervisor_still_leaves_nothing_behind() {
     );
     // In the sandbox a command cannot signal its supervisor at all (Landlock's signal
     // scope); without it, this is the last line of defence.
-    let toml = s.agent.join("agent.toml");
+    let toml = s.dir.join("agent.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
     std::fs::write(&toml, format!("{text}[sandbox]\nmode = \"off\"\n")).unwrap();
     let results = run(&s);

@@ -10,61 +10,41 @@ use std::path::PathBuf;
 use crate::common::eve;
 use serde_json::Value;
 
-struct Agent {
-    _tmp: tempfile::TempDir,
-    base: PathBuf,
-    dir: PathBuf,
-    workspace: PathBuf,
+/// The shared agent, with `bash` and `default_tools = false`, its requests logged beside
+/// the workspace, run with the prompt `go`.
+struct Agent(common::Agent);
+
+impl std::ops::Deref for Agent {
+    type Target = common::Agent;
+
+    fn deref(&self) -> &common::Agent {
+        &self.0
+    }
 }
 
 impl Agent {
     /// An agent beside its workspace (`base/agent`, `base/ws`), or inside it (`inside`:
     /// `base/ws/agent`, the `example-agent` layout).
     fn new(sandbox: &str, inside: bool, script: &str) -> Agent {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
-        let workspace = base.join("ws");
-        let dir = if inside {
-            workspace.join("agent")
-        } else {
-            base.join("agent")
-        };
-        std::fs::create_dir_all(dir.join("tools")).unwrap();
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(
-            dir.join("agent.toml"),
-            format!(
-                "name = \"s\"\nmodel = \"scripted:replies.yaml\"\ndefault_tools = false\n{sandbox}"
-            ),
-        )
-        .unwrap();
-        std::fs::write(dir.join("instructions.md"), "Help.\n").unwrap();
-        std::fs::write(dir.join("tools/bash.toml"), "").unwrap();
-        std::fs::write(dir.join("replies.yaml"), script).unwrap();
-        Agent {
-            _tmp: tmp,
-            base,
-            dir,
-            workspace,
-        }
+        let agent = common::Agent::builder()
+            .folder(if inside { "ws/agent" } else { "agent" })
+            .toml("default_tools = false\n")
+            .toml(sandbox)
+            .tool("bash", "")
+            .replies(script)
+            .requests_log("requests.jsonl")
+            .build();
+        Agent(agent)
     }
 
+    /// `eve run <dir> --workspace <ws> ARGS go`.
     fn run(&self, args: &[&str]) -> std::process::Output {
-        eve()
-            .env("EVE_SCRIPTED_LOG", self.base.join("requests.jsonl"))
-            .arg("run")
-            .arg(&self.dir)
-            .args(["--workspace", self.workspace.to_str().unwrap()])
-            .args(args)
-            .arg("go")
-            .write_stdin("")
-            .output()
-            .unwrap()
+        self.0.run(&[args, &["go"]].concat())
     }
 
     /// The result of the first tool call, as the model received it.
     fn first_result(&self) -> String {
-        let log = std::fs::read_to_string(self.base.join("requests.jsonl")).unwrap();
+        let log = std::fs::read_to_string(&self.requests_log).unwrap();
         let request: Value = serde_json::from_str(log.lines().nth(1).unwrap()).unwrap();
         request["messages"][2]["results"][0]["content"]
             .as_str()

@@ -5,73 +5,9 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use crate::common::eve;
+use crate::common::{Agent, eve};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
-
-/// A scripted agent with its own workspace.
-struct Agent {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    workspace: PathBuf,
-}
-
-impl Agent {
-    fn new(agent_toml: &str, script: &str) -> Agent {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
-        let dir = base.join("agent");
-        let workspace = base.join("ws");
-        std::fs::create_dir_all(dir.join("tools")).unwrap();
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(
-            dir.join("agent.toml"),
-            format!("name = \"s\"\nmodel = \"scripted:replies.yaml\"\n{agent_toml}"),
-        )
-        .unwrap();
-        std::fs::write(dir.join("instructions.md"), "Help.\n").unwrap();
-        std::fs::write(dir.join("replies.yaml"), script).unwrap();
-        Agent {
-            _tmp: tmp,
-            dir,
-            workspace,
-        }
-    }
-
-    fn tool(&self, name: &str, toml: &str) {
-        std::fs::write(self.dir.join("tools").join(format!("{name}.toml")), toml).unwrap();
-    }
-
-    fn command(&self) -> assert_cmd::Command {
-        let mut cmd = eve();
-        cmd.env("EVE_SCRIPTED_LOG", self.dir.join("requests.jsonl"))
-            .arg("run")
-            .arg(&self.dir)
-            .args(["--workspace", self.workspace.to_str().unwrap()])
-            .write_stdin("");
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        self.command().args(args).output().unwrap()
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.join("requests.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    fn session_log(&self) -> PathBuf {
-        std::fs::read_dir(self.dir.join(".eve/sessions"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .unwrap()
-    }
-}
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -81,10 +17,10 @@ const DEPLOY: &str = "description = \"Deploys\"\napproval = \"always\"\ncommand 
 
 #[test]
 fn one_approval_settles_one_call_even_when_the_provider_repeats_an_id() {
-    let agent = Agent::new(
-        "default_tools = false\n",
-        "- tool_calls:\n    - {id: call_same, name: deploy, input: {target: staging}}\n    - {id: call_same, name: deploy, input: {target: PRODUCTION}}\n- text: deployed\n",
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies("- tool_calls:\n    - {id: call_same, name: deploy, input: {target: staging}}\n    - {id: call_same, name: deploy, input: {target: PRODUCTION}}\n- text: deployed\n")
+        .build();
     agent.tool("deploy", DEPLOY);
     let deployed = agent.workspace.join("deployed.jsonl");
 
@@ -138,10 +74,10 @@ fn one_approval_settles_one_call_even_when_the_provider_repeats_an_id() {
 
 #[test]
 fn an_empty_call_id_and_an_id_used_earlier_in_the_session_are_replaced() {
-    let agent = Agent::new(
-        "default_tools = false\nmode = \"conversation\"\n",
-        "- tool_calls: [{id: call_1, name: deploy, input: {target: a}}]\n- text: one\n- tool_calls: [{id: call_1, name: deploy, input: {target: b}}, {id: \"\", name: deploy, input: {target: c}}]\n- text: two\n",
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\nmode = \"conversation\"\n")
+        .replies("- tool_calls: [{id: call_1, name: deploy, input: {target: a}}]\n- text: one\n- tool_calls: [{id: call_1, name: deploy, input: {target: b}}, {id: \"\", name: deploy, input: {target: c}}]\n- text: two\n")
+        .build();
     agent.tool(
         "deploy",
         &DEPLOY.replace("approval = \"always\"\n", "approval = \"never\"\n"),
@@ -172,14 +108,15 @@ fn processes_the_model_starts_cannot_read_provider_keys_from_eve() {
         {"tool_calls": [{"name": "bash", "input": {"command": "python3 probe.py"}}]},
         {"text": "done"}
     ]);
-    let agent = Agent::new(
-        "default_tools = false\n[providers.router]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"ROUTER_TOKEN\"\n",
-        &replies.to_string(),
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\n[providers.router]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"ROUTER_TOKEN\"\n")
+        .replies(&replies.to_string())
+        .build();
     agent.tool("bash", "");
     std::fs::write(agent.workspace.join("probe.py"), common::READ_EVES_MEMORY).unwrap();
     let output = agent
-        .command()
+        .run_cmd()
+        .write_stdin("")
         .env("ANTHROPIC_API_KEY", "sk-ant-SECRET-1")
         .env("OPENAI_API_KEY", "sk-openai-SECRET-2")
         .env("ROUTER_TOKEN", "router-SECRET-3")
@@ -220,11 +157,15 @@ fn with_the_sandbox_off_eves_environment_block_holds_no_key() {
         {"tool_calls": [{"name": "bash", "input": {"command": "python3 probe.py"}}]},
         {"text": "done"}
     ]);
-    let agent = Agent::new("default_tools = false\n", &replies.to_string());
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies(&replies.to_string())
+        .build();
     agent.tool("bash", "");
     std::fs::write(agent.workspace.join("probe.py"), common::READ_EVES_MEMORY).unwrap();
     let output = agent
-        .command()
+        .run_cmd()
+        .write_stdin("")
         .env("ANTHROPIC_API_KEY", "sk-ant-SECRET-1")
         .env("SOME_SERVICE_API_KEY", "service-SECRET-4")
         .args(["--sandbox", "off", "-o", "json", "read it"])
@@ -259,10 +200,10 @@ fn with_the_sandbox_off_eves_environment_block_holds_no_key() {
 
 #[test]
 fn sessions_rm_refuses_a_session_a_running_eve_holds() {
-    let agent = Agent::new(
-        "default_tools = false\n",
-        "- tool_calls: [{name: wait, input: {}}]\n- text: done\n",
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies("- tool_calls: [{name: wait, input: {}}]\n- text: done\n")
+        .build();
     agent.tool(
         "wait",
         "description = \"Waits\"\ncommand = [\"sh\", \"-c\", \"touch started; while [ ! -e go ]; do sleep 0.05; done\"]\n[input_schema]\ntype = \"object\"\n",
@@ -305,7 +246,10 @@ fn sessions_rm_refuses_a_session_a_running_eve_holds() {
 
 #[test]
 fn an_empty_or_blank_session_id_is_a_usage_error_everywhere() {
-    let agent = Agent::new("default_tools = false\n", "- text: hi\n");
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies("- text: hi\n")
+        .build();
     assert_eq!(agent.run(&["hello"]).status.code(), Some(0));
     let log = agent.session_log();
     for id in ["", "  "] {
@@ -325,10 +269,10 @@ fn an_empty_or_blank_session_id_is_a_usage_error_everywhere() {
 #[test]
 fn a_session_log_another_program_wrote_to_is_not_appended_to() {
     // The sandbox would refuse this write; the log's own check is the line behind it.
-    let agent = Agent::new(
-        "default_tools = false\n[sandbox]\nmode = \"off\"\n",
-        "- tool_calls: [{name: forge, input: {}}]\n- text: I may run anything now\n",
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\n[sandbox]\nmode = \"off\"\n")
+        .replies("- tool_calls: [{name: forge, input: {}}]\n- text: I may run anything now\n")
+        .build();
     // A tool that appends a forged user message to the session's own log.
     agent.tool(
         "forge",
@@ -350,7 +294,7 @@ fn a_session_log_another_program_wrote_to_is_not_appended_to() {
 
 #[test]
 fn a_definition_a_run_changed_is_recorded_and_the_next_run_waits_for_a_review() {
-    let agent = Agent::new("", "- text: unused\n");
+    let agent = Agent::builder().replies("- text: unused\n").build();
     let bash_file = agent.dir.join("tools/bash.toml");
     std::fs::write(
         agent.dir.join("replies.yaml"),
@@ -390,7 +334,7 @@ fn a_definition_a_run_changed_is_recorded_and_the_next_run_waits_for_a_review() 
 
 #[test]
 fn a_run_killed_after_changing_its_definition_still_leaves_the_change_for_review() {
-    let agent = Agent::new("", "- text: unused\n");
+    let agent = Agent::builder().replies("- text: unused\n").build();
     let bash_file = agent.dir.join("tools/bash.toml");
     let script = agent.workspace.join("evil.sh");
     // Widens its own rules, then has the eve that runs it killed before eve can check
@@ -564,10 +508,10 @@ fn session_id(output: &std::process::Output) -> String {
 /// there is replaced, never written through, and a FIFO there is not waited on.
 #[test]
 fn the_scripted_models_place_is_never_kept_through_a_planted_link_or_fifo() {
-    let agent = Agent::new(
-        "default_tools = false\n",
-        "- text: one\n- text: two\n- text: three\n",
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies("- text: one\n- text: two\n- text: three\n")
+        .build();
     let first = agent.run(&["-o", "json", "hello"]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let id = session_id(&first);
@@ -578,7 +522,8 @@ fn the_scripted_models_place_is_never_kept_through_a_planted_link_or_fifo() {
     std::fs::remove_file(&place).unwrap();
     std::os::unix::fs::symlink(&victim, &place).unwrap();
     let second = agent
-        .command()
+        .run_cmd()
+        .write_stdin("")
         .args(["--session", &id, "again"])
         .timeout(std::time::Duration::from_secs(60))
         .output()
@@ -589,7 +534,8 @@ fn the_scripted_models_place_is_never_kept_through_a_planted_link_or_fifo() {
     std::fs::remove_file(&place).unwrap();
     fifo(&place);
     let third = agent
-        .command()
+        .run_cmd()
+        .write_stdin("")
         .args(["--session", &id, "once more"])
         .timeout(std::time::Duration::from_secs(60))
         .output()
@@ -602,7 +548,10 @@ fn the_scripted_models_place_is_never_kept_through_a_planted_link_or_fifo() {
 /// neither appends to it nor cuts a "torn" last line off it.
 #[test]
 fn a_hard_link_planted_at_a_session_log_is_neither_appended_to_nor_cut() {
-    let agent = Agent::new("default_tools = false\n", "- text: hi\n");
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies("- text: hi\n")
+        .build();
     let sessions = agent.dir.join(".eve/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     let victim = agent.workspace.join("notes.txt");
@@ -626,7 +575,10 @@ fn a_hard_link_planted_at_a_session_log_is_neither_appended_to_nor_cut() {
 /// sessions say so instead of waiting on it or reading through it.
 #[test]
 fn a_fifo_or_link_at_a_session_log_is_named_not_waited_on() {
-    let agent = Agent::new("default_tools = false\n", "- text: hi\n");
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies("- text: hi\n")
+        .build();
     let sessions = agent.dir.join(".eve/sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     fifo(&sessions.join("ses_01FIFO.jsonl"));
@@ -656,7 +608,8 @@ fn a_fifo_or_link_at_a_session_log_is_named_not_waited_on() {
             stderr(&show)
         );
         let resumed = agent
-            .command()
+            .run_cmd()
+            .write_stdin("")
             .args(["--session", id, "hello"])
             .timeout(timeout)
             .output()
@@ -672,13 +625,14 @@ fn a_fifo_or_link_at_a_session_log_is_named_not_waited_on() {
 #[test]
 fn a_variable_that_is_not_utf8_does_not_stop_the_keys_moving_out() {
     use std::os::unix::ffi::OsStrExt;
-    let agent = Agent::new(
-        "default_tools = false\n",
-        "- tool_calls: [{name: bash, input: {command: \"env\"}}]\n- text: done\n",
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .replies("- tool_calls: [{name: bash, input: {command: \"env\"}}]\n- text: done\n")
+        .build();
     agent.tool("bash", "");
     let output = agent
-        .command()
+        .run_cmd()
+        .write_stdin("")
         .env("ANTHROPIC_API_KEY", "sk-ant-SECRET-1")
         .env("ODD_NAME", std::ffi::OsStr::from_bytes(b"caf\xe9"))
         .env(std::ffi::OsStr::from_bytes(b"ODD_\xff"), "x")
@@ -704,7 +658,7 @@ fn a_variable_that_is_not_utf8_does_not_stop_the_keys_moving_out() {
 
 #[test]
 fn a_changed_connection_starts_nothing_before_the_person_has_seen_it() {
-    let agent = Agent::new("", "- text: unused\n");
+    let agent = Agent::builder().replies("- text: unused\n").build();
     let started = agent.dir.parent().unwrap().join("helper-started");
     let file = agent.dir.join("connections/helper.toml");
     // The model adds a server, unconfined, that would run the moment anything starts it.
@@ -780,7 +734,7 @@ fn a_redirect_to_another_origin_never_carries_the_provider_key_or_a_connections_
     };
     // Where the redirects lead: another port of this machine, another origin.
     let elsewhere = MockServer::start(Vec::new());
-    let agent = Agent::new("", "");
+    let agent = Agent::builder().replies("").build();
     std::fs::write(
         agent.dir.join("agent.toml"),
         "name = \"s\"\nmodel = \"anthropic/claude-test\"\ndefault_tools = false\n",
@@ -789,7 +743,8 @@ fn a_redirect_to_another_origin_never_carries_the_provider_key_or_a_connections_
     // The provider's base URL answers 307 to the other origin.
     let provider = MockServer::start(vec![redirect(format!("{}/v1/messages", elsewhere.url()))]);
     let output = agent
-        .command()
+        .run_cmd()
+        .write_stdin("")
         .env("ANTHROPIC_API_KEY", "sk-ant-REDIRECTED-secret")
         .env("ANTHROPIC_BASE_URL", provider.url())
         .env("EVE_MAX_RETRIES", "0")
@@ -814,7 +769,8 @@ fn a_redirect_to_another_origin_never_carries_the_provider_key_or_a_connections_
         Reply::Sse(anthropic_reply("Hello.", &[], 1)),
     ]);
     let output = agent
-        .command()
+        .run_cmd()
+        .write_stdin("")
         .env("ANTHROPIC_API_KEY", "sk-ant-REDIRECTED-secret")
         .env("ANTHROPIC_BASE_URL", provider.url())
         .env("EVE_MAX_RETRIES", "0")
@@ -859,7 +815,10 @@ fn a_redirect_to_another_origin_never_carries_the_provider_key_or_a_connections_
 fn a_definition_an_eval_case_changed_is_recorded_and_the_next_run_waits_for_a_review() {
     // The cases of `eve eval` run the agent's tools: a change they make to the
     // definition is checked for as after `eve run`.
-    let agent = Agent::new("[sandbox]\nmode = \"off\"\n", "- text: unused\n");
+    let agent = Agent::builder()
+        .toml("[sandbox]\nmode = \"off\"\n")
+        .replies("- text: unused\n")
+        .build();
     let bash_file = agent.dir.join("tools/bash.toml");
     std::fs::create_dir_all(agent.dir.join("evals")).unwrap();
     std::fs::write(

@@ -1,72 +1,13 @@
 //! Durable sessions end to end: parking and resuming, crashes and repair, compaction,
 //! conversation mode, limits, and `eve sessions`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use crate::common::eve;
 use crate::common::mock::{MockServer, Reply, anthropic_reply};
+use crate::common::{Agent, eve};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-struct Agent {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    workspace: PathBuf,
-}
-
-impl Agent {
-    fn new(agent_toml: &str, script: &str) -> Agent {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
-        let dir = base.join("agent");
-        let workspace = base.join("ws");
-        std::fs::create_dir_all(dir.join("tools")).unwrap();
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(
-            dir.join("agent.toml"),
-            format!("name = \"s\"\nmodel = \"scripted:replies.yaml\"\n{agent_toml}"),
-        )
-        .unwrap();
-        std::fs::write(dir.join("instructions.md"), "Help.\n").unwrap();
-        std::fs::write(dir.join("replies.yaml"), script).unwrap();
-        Agent {
-            _tmp: tmp,
-            dir,
-            workspace,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        eve()
-            .env("EVE_SCRIPTED_LOG", self.dir.join("requests.jsonl"))
-            .arg("run")
-            .arg(&self.dir)
-            .args(["--workspace", self.workspace.to_str().unwrap()])
-            .args(args)
-            .write_stdin("")
-            .output()
-            .unwrap()
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.join("requests.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    fn sessions(&self) -> Vec<PathBuf> {
-        let mut logs: Vec<PathBuf> = std::fs::read_dir(self.dir.join(".eve/sessions"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        logs.sort();
-        logs
-    }
-}
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -84,10 +25,9 @@ fn last_results(request: &Value) -> Value {
 
 #[test]
 fn a_question_parks_the_run_with_exit_3_and_answer_resumes_the_same_turn() {
-    let agent = Agent::new(
-        "",
-        "- text: One question first.\n  tool_calls:\n    - {name: ask_question, input: {question: Which database?, options: [postgres, sqlite]}}\n- text: Using sqlite.\n",
-    );
+    let agent = Agent::builder()
+        .replies("- text: One question first.\n  tool_calls:\n    - {name: ask_question, input: {question: Which database?, options: [postgres, sqlite]}}\n- text: Using sqlite.\n")
+        .build();
     let parked = agent.run(&["set up storage", "-o", "json"]);
     assert_eq!(parked.status.code(), Some(3), "{}", stderr(&parked));
     let result = json_out(&parked);
@@ -188,7 +128,7 @@ fn a_question_parks_the_run_with_exit_3_and_answer_resumes_the_same_turn() {
 fn approvals_park_and_deny_tells_the_model_why_while_yes_approves_everything() {
     let script = "- tool_calls: [{name: deploy, input: {target: prod}}]\n- text: Not deployed.\n";
     let tool = "description = \"Deploys\"\napproval = \"always\"\ncommand = [\"sh\", \"-c\", \"touch deployed\"]\n[input_schema]\ntype = \"object\"\nproperties.target = { type = \"string\" }\n";
-    let agent = Agent::new("", script);
+    let agent = Agent::builder().replies(script).build();
     std::fs::write(agent.dir.join("tools/deploy.toml"), tool).unwrap();
     let parked = agent.run(&["ship it"]);
     assert_eq!(parked.status.code(), Some(3));
@@ -207,7 +147,7 @@ fn approvals_park_and_deny_tells_the_model_why_while_yes_approves_everything() {
     );
     assert_eq!(results[0]["is_error"], true);
 
-    let unattended = Agent::new("", script);
+    let unattended = Agent::builder().replies(script).build();
     std::fs::write(unattended.dir.join("tools/deploy.toml"), tool).unwrap();
     let out = unattended.run(&["ship it", "--yes"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -235,10 +175,9 @@ fn kill_when(mut child: std::process::Child, ready: impl Fn() -> bool) {
 #[cfg(unix)]
 #[test]
 fn sigkill_while_a_tool_runs_then_continue_repairs_the_log_and_the_next_request_is_valid() {
-    let agent = Agent::new(
-        "",
-        "- text: Running the long job.\n  tool_calls: [{name: bash, input: {command: \"touch started; sleep 60\"}}]\n- text: I will check what happened to the job.\n",
-    );
+    let agent = Agent::builder()
+        .replies("- text: Running the long job.\n  tool_calls: [{name: bash, input: {command: \"touch started; sleep 60\"}}]\n- text: I will check what happened to the job.\n")
+        .build();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("eve"))
         .env("EVE_SCRIPTED_LOG", agent.dir.join("requests.jsonl"))
         .args([
@@ -341,10 +280,10 @@ fn sigkill_while_the_model_streams_then_continue_sends_a_valid_request() {
 
 #[test]
 fn a_torn_last_line_is_dropped_and_the_session_continues() {
-    let agent = Agent::new(
-        "mode = \"conversation\"\n",
-        "- text: First.\n- text: Second.\n",
-    );
+    let agent = Agent::builder()
+        .toml("mode = \"conversation\"\n")
+        .replies("- text: First.\n- text: Second.\n")
+        .build();
     let first = agent.run(&["one"]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let log = &agent.sessions()[0];
@@ -379,10 +318,10 @@ fn a_torn_last_line_is_dropped_and_the_session_continues() {
 #[test]
 fn compaction_summarises_older_history_keeps_the_todo_list_and_clears_read_stamps() {
     let big = format!("{}\n", "x".repeat(79)).repeat(200);
-    let agent = Agent::new(
-        "default_tools = false\n[limits]\ncontext_window = 8000\nmax_output_tokens = 500\n[compaction]\nthreshold_percent = 0.5\n",
-        "- tool_calls:\n    - {name: todo, input: {todos: [{content: Rewrite big.txt, status: in_progress}]}}\n    - {name: read_file, input: {path: big.txt}}\n  usage: {input_tokens: 300}\n- text: \"Summary: the user wants big.txt rewritten; it holds 8000 x characters.\"\n- tool_calls: [{name: write_file, input: {path: big.txt, content: short}}]\n- text: Done.\n",
-    );
+    let agent = Agent::builder()
+        .toml("default_tools = false\n[limits]\ncontext_window = 8000\nmax_output_tokens = 500\n[compaction]\nthreshold_percent = 0.5\n")
+        .replies("- tool_calls:\n    - {name: todo, input: {todos: [{content: Rewrite big.txt, status: in_progress}]}}\n    - {name: read_file, input: {path: big.txt}}\n  usage: {input_tokens: 300}\n- text: \"Summary: the user wants big.txt rewritten; it holds 8000 x characters.\"\n- tool_calls: [{name: write_file, input: {path: big.txt, content: short}}]\n- text: Done.\n")
+        .build();
     std::fs::write(agent.workspace.join("big.txt"), &big).unwrap();
     for tool in ["todo", "read_file", "write_file"] {
         std::fs::write(agent.dir.join(format!("tools/{tool}.toml")), "").unwrap();
@@ -453,10 +392,10 @@ fn compaction_summarises_older_history_keeps_the_todo_list_and_clears_read_stamp
 
 #[test]
 fn max_input_tokens_per_session_stops_cleanly_with_exit_4() {
-    let agent = Agent::new(
-        "[limits]\nmax_input_tokens_per_session = 1000\n",
-        "- tool_calls: [{name: todo, input: {todos: []}}]\n  usage: {input_tokens: 1500}\n- text: never\n",
-    );
+    let agent = Agent::builder()
+        .toml("[limits]\nmax_input_tokens_per_session = 1000\n")
+        .replies("- tool_calls: [{name: todo, input: {todos: []}}]\n  usage: {input_tokens: 1500}\n- text: never\n")
+        .build();
     let out = agent.run(&["go", "-o", "json"]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let result = json_out(&out);
@@ -470,12 +409,12 @@ fn a_resumed_session_counts_the_long_reply_it_ended_on_and_compacts_first() {
     // The first turn ends on a long reply (about 2,000 tokens) after a call that
     // counted only 100: resumed, the session is over the 900-token threshold.
     let long = "word ".repeat(1_600);
-    let agent = Agent::new(
-        "default_tools = false\nmode = \"conversation\"\n[limits]\ncontext_window = 2000\nmax_output_tokens = 200\n[compaction]\nthreshold_percent = 0.45\n",
-        &format!(
+    let agent = Agent::builder()
+        .toml("default_tools = false\nmode = \"conversation\"\n[limits]\ncontext_window = 2000\nmax_output_tokens = 200\n[compaction]\nthreshold_percent = 0.45\n")
+        .replies(&format!(
             "- text: \"{long}\"\n  usage: {{input_tokens: 100, output_tokens: 2000}}\n- text: \"The person asked for a long text.\"\n- text: short answer\n"
-        ),
-    );
+        ))
+        .build();
     let first = agent.run(&["write a lot"]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let second = agent.run(&["--continue", "and now?"]);
@@ -497,10 +436,10 @@ fn a_resumed_session_counts_the_long_reply_it_ended_on_and_compacts_first() {
 
 #[test]
 fn compact_by_hand_on_an_existing_session() {
-    let agent = Agent::new(
-        "mode = \"conversation\"\n",
-        "- text: A long answer about the design.\n- text: \"Summary: we discussed the design.\"\n- text: Next.\n",
-    );
+    let agent = Agent::builder()
+        .toml("mode = \"conversation\"\n")
+        .replies("- text: A long answer about the design.\n- text: \"Summary: we discussed the design.\"\n- text: Next.\n")
+        .build();
     assert_eq!(agent.run(&["explain the design"]).status.code(), Some(0));
     let out = agent.run(&["--continue", "--compact"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -523,10 +462,9 @@ fn compact_by_hand_on_an_existing_session() {
 
 #[test]
 fn read_stamps_survive_parking_and_a_mismatched_answer_is_a_usage_error() {
-    let agent = Agent::new(
-        "",
-        "- tool_calls:\n    - {name: read_file, input: {path: notes.txt}}\n- tool_calls:\n    - {name: deploy, input: {}}\n- tool_calls:\n    - {name: edit_file, input: {path: notes.txt, old_string: draft, new_string: final}}\n- text: Done.\n",
-    );
+    let agent = Agent::builder()
+        .replies("- tool_calls:\n    - {name: read_file, input: {path: notes.txt}}\n- tool_calls:\n    - {name: deploy, input: {}}\n- tool_calls:\n    - {name: edit_file, input: {path: notes.txt, old_string: draft, new_string: final}}\n- text: Done.\n")
+        .build();
     std::fs::write(
         agent.dir.join("tools/deploy.toml"),
         "description = \"Deploys\"\napproval = \"always\"\ncommand = [\"true\"]\n[input_schema]\ntype = \"object\"\n",
@@ -556,10 +494,9 @@ fn read_stamps_survive_parking_and_a_mismatched_answer_is_a_usage_error() {
 #[cfg(unix)]
 #[test]
 fn a_session_in_use_by_another_process_is_refused() {
-    let agent = Agent::new(
-        "",
-        "- tool_calls: [{name: bash, input: {command: \"touch started; sleep 30\"}}]\n- text: done\n",
-    );
+    let agent = Agent::builder()
+        .replies("- tool_calls: [{name: bash, input: {command: \"touch started; sleep 30\"}}]\n- text: done\n")
+        .build();
     let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("eve"))
         .args([
             "run",
@@ -595,7 +532,9 @@ fn a_session_in_use_by_another_process_is_refused() {
 /// take the agent directory first too, the order of every other command.
 #[test]
 fn sessions_list_newest_first_and_show_and_rm_take_either_order() {
-    let agent = Agent::new("", "- text: one\n- text: two\n");
+    let agent = Agent::builder()
+        .replies("- text: one\n- text: two\n")
+        .build();
     let first = json_out(&agent.run(&["-o", "json", "first"]))["session_id"]
         .as_str()
         .unwrap()

@@ -1,61 +1,27 @@
 //! Built-in tools end to end: `eve run` with the scripted provider on a temporary
 //! workspace, asserting what lands on disk and what the model was told.
 
-use std::path::{Path, PathBuf};
-
-use crate::common::eve;
+use crate::common::Agent;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-struct Setup {
-    _tmp: tempfile::TempDir,
-    agent: PathBuf,
-    workspace: PathBuf,
-    outside: PathBuf,
-}
-
 /// An agent with every built-in tool, its scripted replies, and a separate workspace.
-fn setup(agent_toml_extra: &str, script: &str) -> Setup {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let agent = base.join("agent");
-    let workspace = base.join("workspace");
-    let outside = base.join("outside.txt");
-    std::fs::create_dir_all(&agent).unwrap();
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(
-        agent.join("agent.toml"),
-        format!("name = \"tool-user\"\nmodel = \"scripted:replies.yaml\"\n{agent_toml_extra}"),
-    )
-    .unwrap();
-    std::fs::write(agent.join("instructions.md"), "Work in {{ workspace }}.\n").unwrap();
-    std::fs::write(agent.join("replies.yaml"), script).unwrap();
-    std::fs::write(&outside, "outside, untouched\n").unwrap();
-    Setup {
-        _tmp: tmp,
-        agent,
-        workspace,
-        outside,
-    }
+fn setup(agent_toml_extra: &str, script: &str) -> Agent {
+    let agent = Agent::builder()
+        .name("tool-user")
+        .toml(agent_toml_extra)
+        .instructions("Work in {{ workspace }}.\n")
+        .replies(script)
+        .no_tools_dir()
+        .workspace("workspace")
+        .requests_log("agent/log.jsonl")
+        .build();
+    std::fs::write(agent.base.join("outside.txt"), "outside, untouched\n").unwrap();
+    agent
 }
 
-fn run(setup: &Setup, log: &Path, args: &[&str]) -> std::process::Output {
-    eve()
-        .env("EVE_SCRIPTED_LOG", log)
-        .arg("run")
-        .arg(&setup.agent)
-        .args(["--workspace", setup.workspace.to_str().unwrap()])
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+fn run(setup: &Agent, args: &[&str]) -> std::process::Output {
+    setup.run_cmd().args(args).output().unwrap()
 }
 
 /// The tool results the model saw in request `n` (after step `n`).
@@ -85,8 +51,7 @@ fn read_then_edit_lands_while_an_unread_write_and_an_escape_are_refused() {
 "#,
     );
     std::fs::write(s.workspace.join("hello.txt"), "Hello, world\n").unwrap();
-    let log = s.agent.join("log.jsonl");
-    let output = run(&s, &log, &["change the greeting"]);
+    let output = run(&s, &["change the greeting"]);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -98,11 +63,11 @@ fn read_then_edit_lands_while_an_unread_write_and_an_escape_are_refused() {
         "Goodbye, world\n"
     );
     assert_eq!(
-        std::fs::read_to_string(&s.outside).unwrap(),
+        std::fs::read_to_string(s.base.join("outside.txt")).unwrap(),
         "outside, untouched\n"
     );
 
-    let requests = requests(&log);
+    let requests = s.requests();
     assert_eq!(requests.len(), 4);
     let first = results(&requests, 1);
     assert_eq!(first[0]["is_error"], true);
@@ -163,7 +128,7 @@ fn a_subagent_runs_with_a_fresh_history_and_its_answer_is_the_result() {
 - text: "The reader says: remember the milk."
 "#,
     );
-    let sub = s.agent.join("subagents/reader");
+    let sub = s.dir.join("subagents/reader");
     std::fs::create_dir_all(sub.join("tools")).unwrap();
     std::fs::write(
         sub.join("agent.toml"),
@@ -173,12 +138,7 @@ fn a_subagent_runs_with_a_fresh_history_and_its_answer_is_the_result() {
     std::fs::write(sub.join("instructions.md"), "You read files.\n").unwrap();
     std::fs::write(sub.join("tools/read_file.toml"), "").unwrap();
     std::fs::write(s.workspace.join("notes.txt"), "remember the milk\n").unwrap();
-    let log = s.agent.join("log.jsonl");
-    let output = run(
-        &s,
-        &log,
-        &["what do my notes say?", "--output", "stream-json"],
-    );
+    let output = run(&s, &["what do my notes say?", "--output", "stream-json"]);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -218,7 +178,7 @@ fn a_subagent_runs_with_a_fresh_history_and_its_answer_is_the_result() {
     assert!(last["meta"].get("session_id").is_none());
 
     // The child started with a fresh history: only its task, and its own system prompt.
-    let requests = requests(&log);
+    let requests = s.requests();
     assert_eq!(requests[1]["system"], "You read files.");
     assert_eq!(
         requests[1]["messages"],
@@ -237,21 +197,20 @@ fn agents_nest_only_as_deep_as_max_depth() {
 - text: Done.
 "#,
     );
-    std::fs::create_dir_all(s.agent.join("tools")).unwrap();
+    std::fs::create_dir_all(s.dir.join("tools")).unwrap();
     std::fs::write(
-        s.agent.join("tools/agent.toml"),
+        s.dir.join("tools/agent.toml"),
         "[settings]\nmax_depth = 1\n",
     )
     .unwrap();
-    let log = s.agent.join("log.jsonl");
-    let output = run(&s, &log, &["nest", "-o", "json"]);
+    let output = run(&s, &["nest", "-o", "json"]);
     assert_eq!(
         output.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let requests = requests(&log);
+    let requests = s.requests();
     let refused = &results(&requests, 2)[0];
     assert_eq!(refused["is_error"], true);
     assert!(
@@ -280,17 +239,16 @@ fn bash_with_approval_always_runs_allowed_commands_and_refuses_the_rest() {
 - text: ok
 "#,
     );
-    std::fs::create_dir_all(s.agent.join("tools")).unwrap();
+    std::fs::create_dir_all(s.dir.join("tools")).unwrap();
     std::fs::write(
-        s.agent.join("tools/bash.toml"),
+        s.dir.join("tools/bash.toml"),
         "approval = \"always\"\n[settings]\nallow = [\"ls\", \"echo *\"]\ndeny = [\"*git push*\"]\n",
     )
     .unwrap();
     std::fs::write(s.workspace.join("file.txt"), "").unwrap();
-    let log = s.agent.join("log.jsonl");
     // The chained echo is not covered by `echo *` and `touch` by nothing: the run parks
     // on the first, then on the second; `ls` and the denied push need no person.
-    let output = run(&s, &log, &["go"]);
+    let output = run(&s, &["go"]);
     assert_eq!(
         output.status.code(),
         Some(3),
@@ -301,7 +259,7 @@ fn bash_with_approval_always_runs_allowed_commands_and_refuses_the_rest() {
         String::from_utf8_lossy(&output.stderr)
             .contains("\"command\": \"echo allowed > proof.txt; cat proof.txt\"")
     );
-    let output = run(&s, &log, &["--continue", "--deny"]);
+    let output = run(&s, &["--continue", "--deny"]);
     assert_eq!(
         output.status.code(),
         Some(3),
@@ -312,14 +270,14 @@ fn bash_with_approval_always_runs_allowed_commands_and_refuses_the_rest() {
         String::from_utf8_lossy(&output.stderr)
             .contains("\"command\": \"touch needs-approval.txt\"")
     );
-    let output = run(&s, &log, &["--continue", "--approve"]);
+    let output = run(&s, &["--continue", "--approve"]);
     assert_eq!(
         output.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let results = results(&requests(&log), 1);
+    let results = results(&s.requests(), 1);
     assert_eq!(results[0]["content"], "The user denied this call.");
     assert_eq!(
         results[1]["content"],
@@ -345,21 +303,20 @@ fn todo_and_load_skill_work_through_the_harness() {
 - text: ok
 "#,
     );
-    std::fs::create_dir_all(s.agent.join("skills")).unwrap();
+    std::fs::create_dir_all(s.dir.join("skills")).unwrap();
     std::fs::write(
-        s.agent.join("skills/checklist.md"),
+        s.dir.join("skills/checklist.md"),
         "---\ndescription: A release checklist\n---\n1. Tag.\n2. Publish.\n",
     )
     .unwrap();
-    let log = s.agent.join("log.jsonl");
-    let output = run(&s, &log, &["go"]);
+    let output = run(&s, &["go"]);
     assert_eq!(
         output.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let requests = requests(&log);
+    let requests = s.requests();
     let results = results(&requests, 1);
     assert_eq!(
         results[0]["content"],

@@ -3,9 +3,7 @@
 //! workspace that the model tries to rewrite (end to end, with the real binary).
 #![cfg(unix)]
 
-use std::path::PathBuf;
-
-use crate::common::eve;
+use crate::common::Agent;
 use serde_json::Value;
 
 /// A neighbour process swapping a folder for a symlink while the tools run.
@@ -132,38 +130,26 @@ mod race {
     }
 }
 
-struct Agent {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    log: PathBuf,
-}
-
 /// An agent directory that is also the workspace (`cd my-agent && eve run`), with a
 /// `bash` that always asks and a symlink inside that leads into `tools/`.
 fn agent(agent_toml_extra: &str, script: &str) -> Agent {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let dir = base.join("my-agent");
-    std::fs::create_dir_all(dir.join("tools")).unwrap();
-    std::fs::write(
-        dir.join("agent.toml"),
-        format!("name = \"self\"\nmodel = \"scripted:replies.yaml\"\n{agent_toml_extra}"),
-    )
-    .unwrap();
-    std::fs::write(dir.join("instructions.md"), "Work here.\n").unwrap();
-    std::fs::write(dir.join("tools/bash.toml"), "approval = \"always\"\n").unwrap();
-    std::fs::write(dir.join("replies.yaml"), script).unwrap();
-    std::os::unix::fs::symlink("tools", dir.join("shortcut")).unwrap();
-    Agent {
-        log: base.join("requests.jsonl"),
-        _tmp: tmp,
-        dir,
-    }
+    let agent = Agent::builder()
+        .folder("my-agent")
+        .name("self")
+        .toml(agent_toml_extra)
+        .instructions("Work here.\n")
+        .tool("bash", "approval = \"always\"\n")
+        .replies(script)
+        .in_place()
+        .requests_log("requests.jsonl")
+        .build();
+    std::os::unix::fs::symlink("tools", agent.dir.join("shortcut")).unwrap();
+    agent
 }
 
 fn run(agent: &Agent) -> std::process::Output {
-    eve()
-        .env("EVE_SCRIPTED_LOG", &agent.log)
+    agent
+        .eve()
         .current_dir(&agent.dir)
         .args(["run", ".", "--workspace", ".", "go"])
         .output()
@@ -172,7 +158,7 @@ fn run(agent: &Agent) -> std::process::Output {
 
 /// The results the model saw after each step.
 fn results(agent: &Agent) -> Vec<Vec<(String, bool)>> {
-    std::fs::read_to_string(&agent.log)
+    std::fs::read_to_string(&agent.requests_log)
         .unwrap()
         .lines()
         .skip(1)

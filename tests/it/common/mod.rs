@@ -1,6 +1,7 @@
 //! Shared helpers for the end-to-end tests: the real binary on copies of fixture folders.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod agent;
 pub mod mcp;
 pub mod mock;
 pub mod restate;
@@ -9,6 +10,8 @@ pub mod serve;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+
+pub use agent::{Agent, AgentBuilder};
 
 /// The `eve` binary, with colour off and a clean environment for model overrides; the
 /// MCP test server is on its PATH (fixtures name it `mcp-test-server`).
