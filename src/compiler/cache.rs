@@ -449,7 +449,7 @@ pub struct Verdict {
 
 /// What a finished build produced, for the cache to answer with next time.
 #[derive(Debug, Clone, Copy)]
-pub struct Outcome<'a> {
+pub struct Finished<'a> {
     pub inputs_hash: &'a str,
     pub diagnostics: &'a Diagnostics,
     pub eval_cases: usize,
@@ -527,7 +527,7 @@ fn write_records(body: &mut String, records: &[Record]) -> bool {
 /// answer the next one (it failed, or it was unsettled), whose units are kept all the
 /// same. `identity` names the agent directory the build was of. Best effort: a cache
 /// that cannot be written costs the next build its speed, nothing else.
-pub fn store(dir: &Path, seen: &Seen, identity: &str, outcome: Option<Outcome<'_>>) {
+pub fn store(dir: &Path, seen: &Seen, identity: &str, outcome: Option<Finished<'_>>) {
     if identity.contains('\n') {
         return;
     }

@@ -189,7 +189,7 @@ pub fn build_after(
     let seen = std::sync::Arc::new(cache::Seen::reusing(verdict.reuse));
     let mut build = cache::recording(&seen, || compile_with(dir, catalog, options));
     build.reused_skills = seen.reused();
-    let outcome = build.manifest.as_ref().map(|manifest| cache::Outcome {
+    let outcome = build.manifest.as_ref().map(|manifest| cache::Finished {
         inputs_hash: &manifest.inputs_hash,
         diagnostics: &build.diagnostics,
         eval_cases: build.eval_count,

@@ -26,7 +26,7 @@ pub struct Copied {
 
 /// What [`copy`] did: the skills copied, and the entries left out with why.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct CopiedSkills {
     pub copied: Vec<Copied>,
     pub left_out: Vec<(String, String)>,
 }
@@ -38,14 +38,14 @@ pub fn copy(
     from: &str,
     tree: &mut Tree,
     taken: &mut BTreeSet<String>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<CopiedSkills> {
     let mut copied = Vec::new();
     let mut left_out = Vec::new();
     let listing = match source.list(from) {
         Ok(listing) => listing,
         Err(why) => {
             left_out.push((format!("{from}/"), why));
-            return Ok(Outcome { copied, left_out });
+            return Ok(CopiedSkills { copied, left_out });
         }
     };
     for name in &listing.unreadable {
@@ -102,7 +102,7 @@ pub fn copy(
             notes,
         });
     }
-    Ok(Outcome { copied, left_out })
+    Ok(CopiedSkills { copied, left_out })
 }
 
 /// Whether the entry `rel` (of `kind`; `flat`: a `.md` file) is a skill eve can copy:

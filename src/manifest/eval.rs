@@ -193,12 +193,12 @@ pub struct Stub {
     /// A JSON Schema the call's input must be valid against.
     pub schema: Option<Value>,
     /// The outcomes, one per matching call; the last one repeats.
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<StubOutcome>,
 }
 
 /// What a stubbed call returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum StubOutcome {
     Response(String),
     Error(String),
 }

@@ -16,7 +16,7 @@ pub const MAX_MESSAGE: usize = 256 * 1024;
 /// Where a session stands: in the API's answers, and in a Restate session's `meta`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum SessionStatus {
     /// It takes a message.
     #[default]
     Idle,
@@ -66,7 +66,7 @@ impl Pending {
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub session_id: String,
-    pub status: Status,
+    pub status: SessionStatus,
     /// The number of lines in its stream (the next `startIndex`).
     pub events: u64,
     pub title: String,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio_util::sync::CancellationToken;
 
-use super::api::{Pending, Status, Summary};
+use super::api::{Pending, SessionStatus, Summary};
 use super::live::Live;
 use crate::protocol::Resolution;
 use crate::sync::lock;
@@ -14,7 +14,7 @@ use crate::sync::lock;
 /// One session.
 #[derive(Debug)]
 pub struct Entry {
-    pub status: Status,
+    pub status: SessionStatus,
     /// The lines of its stream when it last settled.
     pub events: u64,
     /// Its first message, shortened.
@@ -38,9 +38,9 @@ impl Entry {
     pub fn idle(events: u64, title: String, pending: Option<Pending>) -> Entry {
         Entry {
             status: if pending.is_some() {
-                Status::Waiting
+                SessionStatus::Waiting
             } else {
-                Status::Idle
+                SessionStatus::Idle
             },
             events,
             title,

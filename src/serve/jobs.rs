@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::State;
-use super::api::{Pending, Status};
+use super::api::{Pending, SessionStatus};
 use super::index::Index;
 use super::live::{Live, LiveLog};
 use crate::protocol::{EndReason, Journal, Resolution, TurnOutcome};
@@ -58,7 +58,7 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
             () = state.shutdown.cancelled() => None,
         }
     };
-    state.index.with(&id, |e| e.status = Status::Running);
+    state.index.with(&id, |e| e.status = SessionStatus::Running);
     let new = matches!(job, Job::Turn { new: true, .. });
     let outcome = drive(&state, &id, job, &live, &cancel).await;
     drop(permit);
@@ -85,7 +85,7 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
         match (e.pending.as_ref(), e.answer.take()) {
             (Some(pending), Some((request, resolution))) if pending.request_id == request => {
                 let cancel = state.abort.child_token();
-                e.status = Status::Queued;
+                e.status = SessionStatus::Queued;
                 e.cancel = Some(cancel.clone());
                 return Some((resolution, Index::live_for_turn(e), cancel));
             }
@@ -95,9 +95,9 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
             (_, None) => {}
         }
         e.status = if e.pending.is_some() {
-            Status::Waiting
+            SessionStatus::Waiting
         } else {
-            Status::Idle
+            SessionStatus::Idle
         };
         None
     });

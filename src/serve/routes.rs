@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{
-    MAX_BODY, MAX_MESSAGE, Pending, Refusal, Status, busy, input_required, not_active, title,
+    MAX_BODY, MAX_MESSAGE, Pending, Refusal, SessionStatus, busy, input_required, not_active, title,
 };
 use super::error::{ApiError, parse};
 use super::index::{Entry, Index};
@@ -174,7 +174,7 @@ async fn create(
             let cancel = state.abort.child_token();
             let live = Live::new(0);
             let mut entry = Entry::idle(0, title(&message), None);
-            entry.status = Status::Queued;
+            entry.status = SessionStatus::Queued;
             entry.live = Arc::downgrade(&live);
             entry.cancel = Some(cancel.clone());
             if !state.index.insert(id.clone(), entry, max) {
@@ -299,7 +299,7 @@ async fn start(
             .with(id, |e| {
                 (
                     e.settled,
-                    matches!(e.status, Status::Queued | Status::Running),
+                    matches!(e.status, SessionStatus::Queued | SessionStatus::Running),
                 )
             })
             .ok_or_else(|| ApiError::no_session(id))?;
@@ -317,7 +317,7 @@ async fn start(
                 if entry.settled != settled {
                     return Ok(None);
                 }
-                if matches!(entry.status, Status::Queued | Status::Running) {
+                if matches!(entry.status, SessionStatus::Queued | SessionStatus::Running) {
                     let taken = while_running.take().and_then(|take| take(entry));
                     return match taken {
                         Some(taken) => taken.map(|()| Some(Started::Queued)),
@@ -336,7 +336,7 @@ async fn start(
                     ));
                 }
                 let cancel = state.abort.child_token();
-                entry.status = Status::Queued;
+                entry.status = SessionStatus::Queued;
                 entry.cancel = Some(cancel.clone());
                 Ok(Some(Started::Job(job, Index::live_for_turn(entry), cancel)))
             })
@@ -393,7 +393,7 @@ async fn send(
                 &id,
                 |_| None,
                 |entry| match entry.status {
-                    Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
+                    SessionStatus::Waiting => Err(input_required(&id, entry.pending.as_ref())),
                     _ => Ok(job),
                 },
             )
@@ -407,7 +407,7 @@ async fn send(
                 &id,
                 |entry| answer_while_parking(entry, &mut crate::sync::lock(&responses)),
                 |entry| match (&entry.pending, crate::sync::lock(&responses).take()) {
-                    (Some(pending), Some(responses)) if entry.status == Status::Waiting => {
+                    (Some(pending), Some(responses)) if entry.status == SessionStatus::Waiting => {
                         resolution(pending, responses).map(Job::Resume)
                     }
                     _ => Err(not_active(&id)),
@@ -440,7 +440,7 @@ async fn compact(
         &id,
         |_| None,
         |entry| match entry.status {
-            Status::Waiting => Err(input_required(&id, entry.pending.as_ref())),
+            SessionStatus::Waiting => Err(input_required(&id, entry.pending.as_ref())),
             _ => Ok(Job::Compact),
         },
     )
@@ -456,7 +456,7 @@ async fn cancel(
         // A turn that is queued has no invocation to cancel until it starts, a moment later.
         for _ in 0..100 {
             let summary = backend.summary(&id).await?;
-            if summary.status != Status::Queued {
+            if summary.status != SessionStatus::Queued {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -469,14 +469,14 @@ async fn cancel(
     let running = state
         .index
         .with(&id, |entry| match entry.status {
-            Status::Queued | Status::Running => {
+            SessionStatus::Queued | SessionStatus::Running => {
                 if let Some(cancel) = &entry.cancel {
                     cancel.cancel();
                 }
                 Some(true)
             }
-            Status::Waiting => Some(false),
-            Status::Idle => None,
+            SessionStatus::Waiting => Some(false),
+            SessionStatus::Idle => None,
         })
         .ok_or_else(|| ApiError::no_session(&id))?;
     match running {
@@ -560,9 +560,9 @@ fn readers(state: &State) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError>
 /// invocation would otherwise wait behind the running turn.
 fn refuse_unless_idle(id: &str, summary: &Summary) -> Result<(), ApiError> {
     match summary.status {
-        Status::Waiting => Err(input_required(id, pending_of(summary).as_ref())),
-        Status::Queued | Status::Running => Err(busy(id)),
-        Status::Idle => Ok(()),
+        SessionStatus::Waiting => Err(input_required(id, pending_of(summary).as_ref())),
+        SessionStatus::Queued | SessionStatus::Running => Err(busy(id)),
+        SessionStatus::Idle => Ok(()),
     }
 }
 
@@ -585,7 +585,7 @@ async fn restate_send(
         (None, Some(responses)) => {
             let summary = backend.summary(id).await?;
             let pending = match pending_of(&summary) {
-                Some(pending) if summary.status == Status::Waiting => pending,
+                Some(pending) if summary.status == SessionStatus::Waiting => pending,
                 _ => return Err(not_active(id)),
             };
             let request_id = pending.request_id.clone();

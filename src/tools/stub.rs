@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::{ToolContext, ToolExec, ToolOutput};
-use crate::manifest::eval::{Outcome, Stub};
+use crate::manifest::eval::{Stub, StubOutcome};
 use crate::pattern::matches;
 use crate::sync::lock;
 
@@ -69,8 +69,8 @@ impl Stubs {
             .or_else(|| compiled.stub.outcomes.last())?;
         *answered += 1;
         Some(match outcome {
-            Outcome::Response(text) => ToolOutput::ok(text.clone()),
-            Outcome::Error(text) => ToolOutput::error(text.clone()),
+            StubOutcome::Response(text) => ToolOutput::ok(text.clone()),
+            StubOutcome::Error(text) => ToolOutput::error(text.clone()),
         })
     }
 }
@@ -114,15 +114,15 @@ mod tests {
                 input: Some(json!({"url": "https://a.test/*"})),
                 schema: None,
                 outcomes: vec![
-                    Outcome::Response("one".into()),
-                    Outcome::Error("two".into()),
+                    StubOutcome::Response("one".into()),
+                    StubOutcome::Error("two".into()),
                 ],
             },
             Stub {
                 tool: "web_fetch".into(),
                 input: None,
                 schema: Some(json!({"type": "object", "required": ["url"]})),
-                outcomes: vec![Outcome::Response("fallback".into())],
+                outcomes: vec![StubOutcome::Response("fallback".into())],
             },
         ]);
         let a = json!({"url": "https://a.test/x"});

@@ -14,8 +14,8 @@ fn old(file: &Path) {
         .unwrap();
 }
 
-fn outcome(diags: &Diagnostics) -> Option<Outcome<'_>> {
-    Some(Outcome {
+fn outcome(diags: &Diagnostics) -> Option<Finished<'_>> {
+    Some(Finished {
         inputs_hash: "sha256:abc",
         diagnostics: diags,
         eval_cases: 2,

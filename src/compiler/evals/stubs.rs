@@ -4,7 +4,7 @@ use super::checks::{check_globs, check_schema, known};
 use super::scope::Agent;
 use crate::compiler::diagnostic::{Diagnostic, code};
 use crate::compiler::toml_reader::{self, TableReader};
-use crate::manifest::eval::{Outcome, Stub};
+use crate::manifest::eval::{Stub, StubOutcome};
 
 pub(super) fn read_stub(mut table: TableReader<'_>, agent: &Agent<'_>) -> Option<Stub> {
     let toml = table.file();
@@ -23,17 +23,17 @@ pub(super) fn read_stub(mut table: TableReader<'_>, agent: &Agent<'_>) -> Option
         .filter(|k| table.contains(k))
         .collect();
     if let Some(response) = table.string("response") {
-        outcomes.push(Outcome::Response(response.value));
+        outcomes.push(StubOutcome::Response(response.value));
     }
     if let Some(error) = table.string("error") {
-        outcomes.push(Outcome::Error(error.value));
+        outcomes.push(StubOutcome::Error(error.value));
     }
     for mut outcome in table.tables("outcomes").unwrap_or_default() {
         let response = outcome.string("response");
         let error = outcome.string("error");
         match (response, error) {
-            (Some(r), None) => outcomes.push(Outcome::Response(r.value)),
-            (None, Some(e)) => outcomes.push(Outcome::Error(e.value)),
+            (Some(r), None) => outcomes.push(StubOutcome::Response(r.value)),
+            (None, Some(e)) => outcomes.push(StubOutcome::Error(e.value)),
             _ => toml.report(
                 Diagnostic::error(
                     code::EVAL_STUB,

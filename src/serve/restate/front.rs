@@ -18,7 +18,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 use super::object::{Answer, Job, ReadAnswer, Summary, Wake};
-use super::store::{self, Status};
+use super::store::{self, SessionStatus};
 use crate::serve::api::{self, Pending, Refusal, Summary as ListEntry};
 use crate::serve::error::ApiError;
 
@@ -304,8 +304,8 @@ pub fn pending_of(summary: &Summary) -> Option<Pending> {
 }
 
 /// Whether a session in `status` has a turn running or coming.
-fn active(status: Status) -> bool {
-    matches!(status, Status::Queued | Status::Running)
+fn active(status: SessionStatus) -> bool {
+    matches!(status, SessionStatus::Queued | SessionStatus::Running)
 }
 
 /// One reader of a session's stream: it reads the lines Restate holds and, while a

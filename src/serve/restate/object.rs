@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::buffer::Buffer;
-use super::store::{self, Meta, PendingState, Status};
+use super::store::{self, Meta, PendingState, SessionStatus};
 use super::worker::Worker;
 use crate::harness::durable::Durable;
 use crate::protocol::{EndReason, Record, Resolution, TurnOutcome};
@@ -144,14 +144,14 @@ pub struct ReadAnswer {
     pub next: u64,
     /// The index of the next line the session will write.
     pub events: u64,
-    pub status: Status,
+    pub status: SessionStatus,
 }
 
 /// What `summary` returns: a session as `GET /eve/v1/sessions` lists it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Summary {
     pub exists: bool,
-    pub status: Status,
+    pub status: SessionStatus,
     pub events: u64,
     pub title: String,
     pub pending: Option<PendingState>,
@@ -220,11 +220,13 @@ impl EveSession {
             return Ok(Json(Answer::refused(Refusal::SessionFull, &meta)));
         }
         match meta.status {
-            Status::Queued | Status::Running => {
+            SessionStatus::Queued | SessionStatus::Running => {
                 return Ok(Json(Answer::refused(Refusal::SessionBusy, &meta)));
             }
-            Status::Waiting => return Ok(Json(Answer::refused(Refusal::InputRequired, &meta))),
-            Status::Idle => {}
+            SessionStatus::Waiting => {
+                return Ok(Json(Answer::refused(Refusal::InputRequired, &meta)));
+            }
+            SessionStatus::Idle => {}
         }
         if let (Job::Turn { message }, true) = (&accept.job, meta.title.is_empty()) {
             meta.title = title(message);
@@ -236,7 +238,7 @@ impl EveSession {
             )
             .send()
             .await?;
-        meta.status = Status::Queued;
+        meta.status = SessionStatus::Queued;
         meta.invocation = Some(handle.invocation_id().to_string());
         set_json(&ctx, "meta", &meta);
         Ok(Json(Answer::ok()))
@@ -269,12 +271,12 @@ impl EveSession {
             .await?;
         let seed = ctx.random_seed();
         let mut run = Run::new(&ctx, meta, fold, &self.worker);
-        run.meta.status = Status::Running;
+        run.meta.status = SessionStatus::Running;
         run.meta.invocation = Some(ctx.invocation_id().to_string());
         set_json(&ctx, "meta", &run.meta);
         let result = run.job(job, millis, seed).await;
         self.worker.changes.turn_ended();
-        run.meta.status = Status::Idle;
+        run.meta.status = SessionStatus::Idle;
         run.meta.pending = None;
         run.meta.awakeable = None;
         run.meta.invocation = None;
@@ -371,7 +373,7 @@ impl EveSession {
                 &Meta::default(),
             )));
         };
-        let (Status::Waiting, Some(pending), Some(awakeable)) =
+        let (SessionStatus::Waiting, Some(pending), Some(awakeable)) =
             (meta.status, &meta.pending, &meta.awakeable)
         else {
             return Ok(Json(Answer::refused(Refusal::SessionNotActive, &meta)));
@@ -404,11 +406,11 @@ impl EveSession {
             )));
         };
         let status = match (meta.status, &meta.awakeable, &meta.invocation) {
-            (Status::Waiting, Some(awakeable), _) => {
+            (SessionStatus::Waiting, Some(awakeable), _) => {
                 ctx.resolve_awakeable(awakeable, Json(Wake::Cancel));
                 "accepted"
             }
-            (Status::Queued | Status::Running, _, Some(invocation)) => {
+            (SessionStatus::Queued | SessionStatus::Running, _, Some(invocation)) => {
                 ctx.invocation_handle(invocation.clone()).cancel();
                 "accepted"
             }
@@ -530,7 +532,7 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
             let label = format!("turn {} parked {parks}", outcome.turn_id);
             self.flush(label).await?;
             let (awakeable, woken) = self.ctx.awakeable::<Json<Value>>();
-            self.meta.status = Status::Waiting;
+            self.meta.status = SessionStatus::Waiting;
             self.meta.pending = Some(PendingState::of(&Pending::of(&request)));
             self.meta.awakeable = Some(awakeable);
             set_json(self.ctx, "meta", &self.meta);
@@ -539,7 +541,7 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
                 // A cancelled invocation: the parked turn ends as cancelled.
                 Err(_) => Wake::Cancel,
             };
-            self.meta.status = Status::Running;
+            self.meta.status = SessionStatus::Running;
             self.meta.pending = None;
             self.meta.awakeable = None;
             set_json(self.ctx, "meta", &self.meta);

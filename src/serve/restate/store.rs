@@ -18,7 +18,7 @@ use std::sync::{Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use crate::serve::api::Pending;
-pub use crate::serve::api::Status;
+pub use crate::serve::api::SessionStatus;
 use crate::session::show::Projector;
 
 /// The name of the virtual object, as clients of Restate's ingress call it.
@@ -39,7 +39,7 @@ pub const READ_BYTES: usize = 1024 * 1024;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Meta {
-    pub status: Status,
+    pub status: SessionStatus,
     /// The first message, shortened.
     pub title: String,
     /// The index of the next stream line.
