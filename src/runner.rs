@@ -254,7 +254,7 @@ pub fn prepare_with(
                 setup.journal = Some(journal(log, None));
                 setup.provider.bind_session(&agent_dir, &id);
             }
-            let harness = Harness::new(setup, emitter, id).map_err(failed)?;
+            let harness = Harness::new(setup, emitter, id).map_err(|e| failed(e.into()))?;
             return Ok(Prepared {
                 harness,
                 events: rx,
@@ -274,7 +274,8 @@ pub fn prepare_with(
     let (log, replayed, repaired) = open_session(&agent_dir, &id).map_err(failed)?;
     setup.journal = Some(journal(log, Some(&replayed)));
     setup.provider.bind_session(&agent_dir, &id);
-    let harness = Harness::resume(setup, emitter, replayed.snapshot()).map_err(failed)?;
+    let harness =
+        Harness::resume(setup, emitter, replayed.snapshot()).map_err(|e| failed(e.into()))?;
     Ok(Prepared {
         harness,
         events: rx,
@@ -377,7 +378,7 @@ pub fn prepare_journaled(
         Some(snapshot) => Harness::resume(setup, emitter, snapshot),
         None => Harness::new(setup, emitter, id.to_string()),
     }
-    .map_err(RunError::Failed)?;
+    .map_err(|e| RunError::Failed(e.into()))?;
     Ok((harness, warnings))
 }
 

@@ -319,7 +319,7 @@ async fn turns_loop(
     stopped: &mut Option<String>,
 ) {
     if let Err(error) = harness.start().await {
-        *stopped = Some(error);
+        *stopped = Some(error.to_string());
         return;
     }
     let count = case.turns.len();

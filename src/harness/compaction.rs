@@ -5,6 +5,7 @@
 use futures_util::StreamExt;
 
 use super::Harness;
+use super::error::HarnessError;
 pub use super::estimate::Estimate;
 use super::estimate::tokens;
 use crate::protocol::{EventKind, Message, Record, Todo, Usage};
@@ -184,9 +185,11 @@ impl Harness {
     }
 
     /// Compacts the session now, whatever its size (`/compact`, `eve run --compact`).
-    pub async fn compact_now(&mut self) -> Result<(), String> {
+    pub async fn compact_now(&mut self) -> Result<(), HarnessError> {
         let turn_id = crate::ids::new_id("turn");
-        self.maybe_compact(&turn_id, 0, true).await
+        self.maybe_compact(&turn_id, 0, true)
+            .await
+            .map_err(HarnessError::Compaction)
     }
 
     fn finish_compaction(&mut self, turn_id: &str, before: u64, after: u64, summarised: bool) {

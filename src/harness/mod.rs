@@ -15,6 +15,7 @@ pub mod decide;
 pub mod durable;
 mod emitter;
 mod env;
+mod error;
 mod estimate;
 mod input;
 mod model_call;
@@ -44,6 +45,7 @@ use crate::tools::{Registry, ToolOutput};
 pub use asker::Asker;
 pub use emitter::Emitter;
 pub use env::Env;
+pub use error::HarnessError;
 pub use turn::Turn;
 
 /// Everything a harness needs besides the conversation.
@@ -131,7 +133,11 @@ struct Logged {
 
 impl Harness {
     /// Reopens a session from what its log held; new records go to `setup.journal`.
-    pub fn resume(setup: Setup, emitter: Emitter, snapshot: Snapshot) -> Result<Harness, String> {
+    pub fn resume(
+        setup: Setup,
+        emitter: Emitter,
+        snapshot: Snapshot,
+    ) -> Result<Harness, HarnessError> {
         let mut harness = Harness::new(setup, emitter, snapshot.session_id)?;
         harness.call_ids = snapshot
             .history
@@ -214,7 +220,7 @@ impl Harness {
     /// Starts the connections' servers (side by side), then emits `session.started`
     /// (at every start of a process, new session or not). Fails when a `required`
     /// server did not start.
-    pub async fn start(&mut self) -> Result<(), String> {
+    pub async fn start(&mut self) -> Result<(), HarnessError> {
         let mut warnings = Vec::new();
         let mut error = None;
         if let Some(connections) = self.setup.connections.clone() {
@@ -228,10 +234,11 @@ impl Harness {
                 &self.setup.model,
                 &self.setup.workspace,
                 &|name| self.setup.env.var(name),
-            )?;
+            )
+            .map_err(HarnessError::Setup)?;
         }
         self.announce(warnings);
-        error.map_or(Ok(()), Err)
+        error.map_or(Ok(()), |e| Err(HarnessError::Setup(e)))
     }
 
     /// At a step boundary: the connections whose servers said their tools changed are

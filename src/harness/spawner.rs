@@ -10,6 +10,7 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use super::error::HarnessError;
 use super::estimate::Estimate;
 use super::{Emitter, Harness, Logged, Setup, prompt, registry};
 use crate::manifest::Manifest;
@@ -69,7 +70,7 @@ impl Spawner for ChildSpawner {
             let started = child.start().await;
             let outcome = match started {
                 Ok(()) => Box::pin(child.run_turn(task, cancel)).await,
-                Err(error) => TurnOutcome::failed(error),
+                Err(error) => TurnOutcome::failed(error.to_string()),
             };
             child.finish(&outcome);
             child.stop().await;
@@ -81,7 +82,11 @@ impl Spawner for ChildSpawner {
 
 impl Harness {
     /// A new session with this id. Fails when the instructions cannot be rendered.
-    pub fn new(setup: Setup, emitter: Emitter, session_id: String) -> Result<Harness, String> {
+    pub fn new(
+        setup: Setup,
+        emitter: Emitter,
+        session_id: String,
+    ) -> Result<Harness, HarnessError> {
         let emitter = match (&setup.journal, setup.depth) {
             (_, depth) if depth > 0 => emitter.for_child(&session_id),
             (Some(journal), _) => emitter.with_journal(journal.clone()),
@@ -94,7 +99,8 @@ impl Harness {
             &setup.model,
             &setup.workspace,
             &|name| setup.env.var(name),
-        )?;
+        )
+        .map_err(HarnessError::Setup)?;
         let state = Arc::new(SessionState::default());
         let tools = tools_context(&setup, &emitter, &state);
         Ok(Harness {

@@ -4,6 +4,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::decide::{self, Limits, Next, Standing, StepEnd};
+use super::error::HarnessError;
 use super::reply::CallFailure;
 use super::{Harness, calls::CallsEnd, compaction};
 use crate::protocol::{
@@ -73,9 +74,9 @@ impl Harness {
         &mut self,
         resolution: Resolution,
         cancel: CancellationToken,
-    ) -> Result<TurnOutcome, String> {
+    ) -> Result<TurnOutcome, HarnessError> {
         let Some(parked) = self.parked.take() else {
-            return Err("this session is not waiting for an answer".into());
+            return Err(HarnessError::NotWaiting);
         };
         let fits = matches!(
             (&parked.request.kind, &resolution),
@@ -91,7 +92,7 @@ impl Harness {
                 InputKind::Approval => "an approval (--approve, or --deny)",
             };
             self.parked = Some(parked);
-            return Err(format!("the session waits for {wanted}"));
+            return Err(HarnessError::WrongAnswer { wanted });
         }
         self.emitter.emit(EventKind::InputResolved {
             turn_id: parked.turn_id.clone(),
@@ -112,9 +113,9 @@ impl Harness {
 
     /// Ends a parked turn as aborted without running the calls it waited on: each gets
     /// an error result saying so, then `turn.cancelled` and `turn.completed`.
-    pub fn cancel_parked(&mut self) -> Result<TurnOutcome, String> {
+    pub fn cancel_parked(&mut self) -> Result<TurnOutcome, HarnessError> {
         let Some(parked) = self.parked.take() else {
-            return Err("this session is not waiting for an answer".into());
+            return Err(HarnessError::NotWaiting);
         };
         let mut turn = Turn::new(parked.turn_id);
         turn.steps = parked.steps;

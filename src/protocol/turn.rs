@@ -26,12 +26,12 @@ pub struct TurnOutcome {
 
 impl TurnOutcome {
     /// A turn that failed before it could start (or a session action that failed).
-    pub fn failed(error: String) -> TurnOutcome {
+    pub fn failed(error: impl Into<String>) -> TurnOutcome {
         TurnOutcome {
             turn_id: String::new(),
             end_reason: EndReason::Error,
             result: String::new(),
-            error: Some(error),
+            error: Some(error.into()),
             steps: 0,
             usage: Usage::default(),
             usage_reported: true,
