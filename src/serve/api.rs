@@ -153,6 +153,22 @@ impl Refusal {
     }
 }
 
+/// The body of `POST /eve/v1/session/:id`: a message, or the answers for a waiting turn.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct SendBody {
+    pub(super) message: Option<String>,
+    pub(super) input_responses: Option<Vec<InputResponse>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct InputResponse {
+    pub(super) request_id: String,
+    pub(super) option_id: Option<String>,
+    pub(super) text: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

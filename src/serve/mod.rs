@@ -15,8 +15,10 @@ mod index;
 mod jobs;
 mod keys;
 mod live;
+mod local;
 pub mod log;
 mod page;
+mod requests;
 pub mod restate;
 mod routes;
 mod start;
@@ -59,7 +61,13 @@ pub async fn serve(
     let (keys, link) = start::access(&config.token, local)?;
     let changes = Arc::new(changes::Changes::new(running));
     let state = Arc::new(State::new(
-        config, keys, agent_dir, manifest, info, changes, None,
+        config,
+        keys,
+        agent_dir,
+        manifest,
+        info,
+        changes,
+        Arc::new(local::Local),
     ));
     let recovered = state.clone();
     let notes = tokio::task::spawn_blocking(move || recover(&recovered))

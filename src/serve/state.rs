@@ -5,15 +5,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::response::Response;
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::api::SendBody;
 use super::changes::Changes;
+use super::error::ApiError;
 use super::index::Index;
 use super::keys::{Keys, Token};
-use super::restate::Backend;
 use crate::manifest::Manifest;
 use crate::runner::RunOptions;
 
@@ -72,8 +75,8 @@ pub struct State {
     pub(super) tasks: TaskTracker,
     /// Records changes the served agent makes to its own definition.
     pub(super) changes: Arc<Changes>,
-    /// In Restate mode, how the API reaches the sessions (their objects in Restate).
-    pub(super) restate: Option<Backend>,
+    /// The sessions the API drives: this server's own, or Restate's objects.
+    pub(super) sessions: Arc<dyn Sessions>,
 }
 
 /// How the person gets in, told once the server listens.
@@ -94,7 +97,7 @@ impl State {
         manifest: Manifest,
         info: Value,
         changes: Arc<Changes>,
-        restate: Option<Backend>,
+        sessions: Arc<dyn Sessions>,
     ) -> State {
         State {
             keys,
@@ -108,8 +111,63 @@ impl State {
             abort: CancellationToken::new(),
             tasks: TaskTracker::new(),
             changes,
-            restate,
+            sessions,
             config,
         }
     }
+}
+
+/// The sessions the API drives, one implementation a backend: this server's own
+/// (`local.rs`: the index, jobs on this process) or Restate's virtual objects
+/// (`restate/sessions.rs`). The routes hold one and never ask which; each method gets
+/// the request already read and checked as far as both backends check it alike.
+pub(super) trait Sessions: Send + Sync + std::fmt::Debug {
+    /// `POST /eve/v1/session`: a new session, with its first turn when `message` is given
+    /// (checked by then).
+    fn create<'a>(
+        &'a self,
+        state: &'a Arc<State>,
+        message: Option<String>,
+    ) -> BoxFuture<'a, Result<Response, ApiError>>;
+
+    /// `POST /eve/v1/session/:id`: a message, or the answers for a waiting turn.
+    fn send<'a>(
+        &'a self,
+        state: &'a Arc<State>,
+        id: &'a str,
+        request: SendBody,
+    ) -> BoxFuture<'a, Result<Response, ApiError>>;
+
+    /// `POST /eve/v1/session/:id/compact`.
+    fn compact<'a>(
+        &'a self,
+        state: &'a Arc<State>,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Response, ApiError>>;
+
+    /// `POST /eve/v1/session/:id/cancel`.
+    fn cancel<'a>(
+        &'a self,
+        state: &'a Arc<State>,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Response, ApiError>>;
+
+    /// `GET /eve/v1/sessions`: at most `limit`, newest first, before the session `before`.
+    fn list<'a>(
+        &'a self,
+        state: &'a Arc<State>,
+        limit: usize,
+        before: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Value, ApiError>>;
+
+    /// `GET /eve/v1/session/:id/stream` from event `start`, following the session when
+    /// `follow`; `path` is the session's log.
+    fn stream<'a>(
+        &'a self,
+        state: &'a Arc<State>,
+        id: &'a str,
+        path: PathBuf,
+        start: i64,
+        follow: bool,
+    ) -> BoxFuture<'a, Result<Response, ApiError>>;
 }

@@ -10,6 +10,7 @@
 mod buffer;
 mod front;
 mod object;
+mod sessions;
 pub mod store;
 mod worker;
 
@@ -108,7 +109,7 @@ pub async fn serve(
         manifest,
         info,
         changes,
-        Some(backend),
+        Arc::new(backend),
     ));
     let shutdown = state.shutdown.clone();
     start::watch_signals(shutdown.clone())?;
