@@ -936,11 +936,10 @@ fn an_eve_dev_reload_gives_what_a_fresh_build_gives() {
     wait("a reload to the fresh build's manifest", &|| {
         std::fs::read(dir.join(".eve/manifest.json")).is_ok_and(|m| m == fresh)
     });
-    assert!(
-        stderr.lock().unwrap().contains("↻ reloaded:"),
-        "{}",
-        stderr.lock().unwrap()
-    );
+    // eve dev writes the manifest, then says so: the line follows a moment later.
+    wait("the reload's line", &|| {
+        stderr.lock().unwrap().contains("↻ reloaded:")
+    });
     writeln!(stdin, "/quit").unwrap();
     drop(stdin);
     assert!(child.wait().unwrap().success());
