@@ -392,10 +392,19 @@ fn fix_name(name: &str) -> String {
         .collect();
     let fixed = fixed.trim_matches('-');
     if fixed.is_empty() {
-        "my-skill".into()
-    } else {
-        fixed.chars().take(64).collect()
+        return "my-skill".into();
     }
+    if fixed.len() <= 64 {
+        return fixed.to_string();
+    }
+    // Too long: cut at the last word boundary that fits, never inside a word (unless
+    // the first word alone is longer than the limit).
+    let head = &fixed[..64];
+    let cut = match fixed.as_bytes()[64] {
+        b'-' | b'_' => head,
+        _ => head.rfind(['-', '_']).map_or(head, |at| &head[..at]),
+    };
+    cut.trim_end_matches(['-', '_']).to_string()
 }
 
 /// One entry of `skills/`.
@@ -562,5 +571,16 @@ mod tests {
         assert!(!is_valid_name("-x"));
         assert!(!is_valid_name(&"a".repeat(65)));
         assert_eq!(fix_name("Plan A Trip"), "plan-a-trip");
+        // Over 64 characters: cut at a word boundary, not inside a word.
+        let long =
+            "this-is-a-very-long-skill-folder-name-that-goes-beyond-the-sixty-four-character-limit";
+        let fixed = fix_name(long);
+        assert_eq!(
+            fixed,
+            "this-is-a-very-long-skill-folder-name-that-goes-beyond-the-sixty"
+        );
+        assert!(is_valid_name(&fixed) && long.starts_with(&format!("{fixed}-")));
+        assert_eq!(fix_name(&"a".repeat(70)), "a".repeat(64));
+        assert_eq!(fix_name(&format!("{}-b", "a".repeat(64))), "a".repeat(64));
     }
 }
