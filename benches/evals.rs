@@ -102,7 +102,7 @@ fn in_process(dir: &Path, jobs: usize, steps: u64) -> Duration {
         ..Default::default()
     };
     let start = Instant::now();
-    let outcome = eve::evals::run(dir, &manifest, build.evals, &options, |_| {}).unwrap();
+    let outcome = eve::evals::run(dir, &manifest, build.evals, &options, |_| {}, &|_| {}).unwrap();
     let wall = start.elapsed();
     assert_eq!(
         outcome.summary.passed,

@@ -130,8 +130,16 @@ fn run_cases(
     on_case: impl FnMut(&evals::results::CaseResult),
 ) -> anyhow::Result<Result<evals::EvalOutcome, String>> {
     let guard = agent.guard()?;
-    let outcome = evals::run(&agent.dir, &agent.manifest, cases, &options(args), on_case);
-    match guard.check(&agent.manifest) {
+    let outcome = evals::run(
+        &agent.dir,
+        &agent.manifest,
+        cases,
+        &options(args),
+        on_case,
+        &|event| guard.observe(event),
+    );
+    // As after `eve run`: checked when a case had something run, or servers ran.
+    match guard.after_turn(&agent.manifest) {
         Ok(Some(change)) => eprintln!(
             "note: the agent's definition changed during these evals ({}); it takes effect once you have seen it: `eve build {}`",
             change.summary,

@@ -33,10 +33,12 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     let started = start(args, built, mode, &dir, &base, prompt);
     let (agent, action, prepared) = match started {
         Ok(started) => started,
-        Err(error) => {
+        Err(Stop::Refused(error)) => {
             console.fail_early(&error.to_string());
             return Ok(ExitCode::from(error.exit_code()));
         }
+        // Opening the agent failed (its `.eve` cannot be read or written): main says so.
+        Err(Stop::Failed(error)) => return Err(error),
     };
     if !args.quiet {
         for note in &prepared.repaired {
@@ -71,6 +73,20 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
     Ok(ExitCode::from(runner::exit_code(outcome.end_reason)))
 }
 
+/// Why a run stops before its turn.
+enum Stop {
+    /// Refused, as the run's output says (a usage error, a build that failed …).
+    Refused(RunError),
+    /// eve could not open the agent: the error goes to `main`, as any other.
+    Failed(anyhow::Error),
+}
+
+impl From<RunError> for Stop {
+    fn from(error: RunError) -> Stop {
+        Stop::Refused(error)
+    }
+}
+
 /// Everything before the turn runs, in the order its errors are reported: the folder,
 /// the flags, the build, the prompt, the session.
 fn start(
@@ -80,9 +96,9 @@ fn start(
     dir: &Path,
     base: &str,
     prompt: Option<String>,
-) -> Result<(Agent, Action, runner::Prepared), RunError> {
+) -> Result<(Agent, Action, runner::Prepared), Stop> {
     if !dir.is_dir() {
-        return Err(RunError::Usage(format!("`{base}` is not a folder")));
+        return Err(RunError::Usage(format!("`{base}` is not a folder")).into());
     }
     let (session, resolution) = request(args, prompt.is_some())?;
     let agent = open(args, built, dir, base)?;
@@ -141,7 +157,7 @@ fn open(
     built: Option<compiler::Build>,
     dir: &Path,
     base: &str,
-) -> Result<Agent, RunError> {
+) -> Result<Agent, Stop> {
     let opening = agent::open(
         dir,
         agent::Options {
@@ -155,7 +171,7 @@ fn open(
             ..agent::Options::default()
         },
     )
-    .map_err(|e| RunError::Failed(format!("{e:#}")))?;
+    .map_err(Stop::Failed)?;
     out::opening(&opening, base, args.quiet, args.verbose, |accepted| {
         format!(
             "note: using the definition the agent changed: {}",
@@ -170,10 +186,10 @@ fn open(
                 crate::text::shell_word(base)
             )
         });
-        match refusal {
+        Stop::Refused(match refusal {
             Refusal::DoesNotBuild => RunError::Failed(message),
             Refusal::NotAFolder | Refusal::Changed(_) => RunError::Usage(message),
-        }
+        })
     })
 }
 

@@ -431,6 +431,22 @@ impl Dev {
             .as_ref()
             .map_or(&self.active, |(m, _)| m)
             .clone();
+        // As a turn: nothing of a definition the agent changed itself runs before the
+        // person's /accept (its cases would run its tools and start its servers).
+        match self.running.waiting(&manifest) {
+            Ok(None) => {}
+            Ok(Some(change)) => {
+                eprintln!(
+                    "error: the agent's definition changed while it ran ({}): /accept uses it, then /eval again",
+                    change.summary
+                );
+                return;
+            }
+            Err(e) => {
+                eprintln!("error: cannot check the agent's definition: {e}");
+                return;
+            }
+        }
         let (cases, diagnostics) = compiler::compile_evals(&self.options.dir, &manifest);
         eprint!(
             "{}",
@@ -465,9 +481,10 @@ impl Dev {
             cases,
             &crate::evals::Options::default(),
             |case| eprintln!("{}", crate::evals::report::progress_line(case, width)),
+            &|event| self.running.observe(event),
         );
-        // The cases ran the agent's tools: checked as a turn is.
-        match self.running.check(&manifest) {
+        // Checked as a turn is: when a case had something run, or servers ran.
+        match self.running.after_turn(&manifest) {
             Ok(Some(change)) => eprintln!(
                 "note: the agent's definition changed during these evals ({}); /accept uses it from the next turn",
                 change.summary

@@ -122,7 +122,15 @@ fn runs_of(case: &Case, repeat: Option<u32>) -> (u32, u32) {
 
 /// A case's result from its runs (any order), `needed` of which must pass; and the
 /// events of its first run.
-fn case_result(case: &Case, mut ran: Vec<run::Ran>, needed: u32) -> (CaseResult, Vec<Event>) {
+fn case_result(
+    case: &Case,
+    mut ran: Vec<run::Ran>,
+    needed: u32,
+    observe: &dyn Fn(&Event),
+) -> (CaseResult, Vec<Event>) {
+    for event in ran.iter().flat_map(|r| &r.events) {
+        observe(event);
+    }
     ran.sort_by_key(|r| r.result.run);
     let first_events = ran
         .first_mut()
@@ -172,14 +180,16 @@ fn suite(
 }
 
 /// Runs `cases` of the agent built from `agent_dir`; `on_case` sees each case as soon as
-/// it and every case before it have finished (so the order is always the id order).
-/// `artifacts_shown` is how the artifacts folder is named in the summary.
+/// it and every case before it have finished (so the order is always the id order);
+/// `observe` sees every event of every run, once the case is done (the review's guard
+/// learns whether anything ran).
 pub fn run(
     agent_dir: &Path,
     manifest: &Manifest,
     cases: Vec<Case>,
     options: &Options,
     mut on_case: impl FnMut(&CaseResult),
+    observe: &dyn Fn(&Event),
 ) -> Result<EvalOutcome, String> {
     let started = Instant::now();
     let agent_dir = agent_dir
@@ -238,7 +248,7 @@ pub fn run(
                     break;
                 }
                 let (result, first_events) =
-                    case_result(case, std::mem::take(&mut done[next]), *needed);
+                    case_result(case, std::mem::take(&mut done[next]), *needed, observe);
                 on_case(&result);
                 if options.record {
                     events.push((case.id.clone(), first_events));

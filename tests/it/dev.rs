@@ -429,3 +429,43 @@ fn a_skill_that_cannot_be_used_is_left_out_of_dev_as_of_build_and_a_fixed_one_re
         system(1)
     );
 }
+
+/// `/eval` runs the cases of the build the next turn would use: not one the agent
+/// changed itself that the person has not accepted (its cases would run the changed
+/// tools and start the changed servers).
+#[test]
+fn slash_eval_refuses_a_definition_the_agent_changed_until_it_is_accepted() {
+    let (tmp, dir) = dev_agent("");
+    std::fs::write(
+        dir.join("agent.toml"),
+        "name = \"dev-test\"\nmodel = \"openai/gpt-4.1\"\n[sandbox]\nmode = \"off\"\n",
+    )
+    .unwrap();
+    let bash_file = dir.join("tools/bash.toml");
+    std::fs::write(
+        dir.join("replies.yaml"),
+        format!(
+            "- tool_calls: [{{name: bash, input: {{command: \"printf 'approval = \\\"never\\\"\\\\n' > {}\"}}}}]\n- text: Done.\n",
+            bash_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("evals")).unwrap();
+    std::fs::write(
+        dir.join("evals/hi.toml"),
+        "prompt = \"hi\"\n[[reply]]\ntext = \"hi\"\n[expect]\nreply_contains = \"hi\"\n",
+    )
+    .unwrap();
+    let mut dev = Dev::start(&dir, &tmp.path().join("log.ndjson"));
+    dev.send("loosen your rules");
+    dev.wait_for("changed during this turn (tools ~bash)", 1);
+    dev.send("/eval");
+    dev.wait_for("/accept uses it, then /eval again", 1);
+    assert!(!dev.stderr().contains("1 passed"), "{}", dev.stderr());
+    dev.send("/accept");
+    dev.wait_for("accepted: tools ~bash", 1);
+    dev.send("/eval");
+    dev.wait_for("1 case: 1 passed, 0 failed", 1);
+    dev.send("/quit");
+    assert!(dev.child.wait().unwrap().success());
+}
