@@ -64,21 +64,30 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `eve sessions show ID`: the transcript, or the events as stream-json.
-fn show(id: &str, dir: &Path, output: ShowOutput) -> anyhow::Result<ExitCode> {
+/// The session `show` and `rm` name, and its agent directory; the exit code when there
+/// is none (said why).
+fn find(id: &str, dir: &Path) -> Result<(String, PathBuf), ExitCode> {
     let (id, dir) = id_and_dir(id, dir);
-    let (id, dir) = (&id, dir.as_path());
     if id.trim().is_empty() {
         eprintln!("error: a session id is needed (`eve sessions list` shows them)");
-        return Ok(ExitCode::from(out::USAGE));
+        return Err(ExitCode::from(out::USAGE));
     }
-    let id = match store::find(dir, id) {
-        Ok(id) => id,
+    match store::find(&dir, &id) {
+        Ok(id) => Ok((id, dir)),
         Err(e) => {
             eprintln!("error: {e}");
-            return Ok(ExitCode::FAILURE);
+            Err(ExitCode::FAILURE)
         }
+    }
+}
+
+/// `eve sessions show ID`: the transcript, or the events as stream-json.
+fn show(id: &str, dir: &Path, output: ShowOutput) -> anyhow::Result<ExitCode> {
+    let (id, dir) = match find(id, dir) {
+        Ok(found) => found,
+        Err(code) => return Ok(code),
     };
+    let dir = dir.as_path();
     let replayed = match show::read(&store::path(dir, &id)) {
         Ok(r) => r,
         Err(e) => {
@@ -116,19 +125,11 @@ fn show(id: &str, dir: &Path, output: ShowOutput) -> anyhow::Result<ExitCode> {
 
 /// `eve sessions rm ID`.
 fn rm(id: &str, dir: &Path) -> anyhow::Result<ExitCode> {
-    let (id, dir) = id_and_dir(id, dir);
-    let (id, dir) = (&id, dir.as_path());
-    if id.trim().is_empty() {
-        eprintln!("error: a session id is needed (`eve sessions list` shows them)");
-        return Ok(ExitCode::from(out::USAGE));
-    }
-    let id = match store::find(dir, id) {
-        Ok(id) => id,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
+    let (id, dir) = match find(id, dir) {
+        Ok(found) => found,
+        Err(code) => return Ok(code),
     };
+    let dir = dir.as_path();
     if let Err(e) = session::remove(dir, &id) {
         eprintln!("error: cannot remove session {id}: {e}");
         return Ok(ExitCode::FAILURE);
