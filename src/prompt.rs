@@ -68,6 +68,7 @@ mod tests {
             body_hash: String::new(),
             body_offset: 0,
             resources: Vec::new(),
+            linked: None,
         }
     }
 

@@ -71,6 +71,8 @@ pub mod code {
     pub const UNKNOWN_PLACEHOLDER: &str = "W0411";
     pub const RESOURCE_SKIPPED: &str = "W0412";
     pub const SKILL_LEFT_OUT: &str = "W0413";
+    pub const SKILL_NAME_NORMALISED: &str = "W0414";
+    pub const SKILL_NOT_UTF8: &str = "W0415";
 
     pub const SUBAGENT_WITHOUT_DESCRIPTION: &str = "E0501";
     pub const SUBAGENT_NAME_COLLISION: &str = "E0502";
@@ -159,6 +161,8 @@ pub mod code {
         UNKNOWN_PLACEHOLDER,
         RESOURCE_SKIPPED,
         SKILL_LEFT_OUT,
+        SKILL_NAME_NORMALISED,
+        SKILL_NOT_UTF8,
         SUBAGENT_WITHOUT_DESCRIPTION,
         SUBAGENT_NAME_COLLISION,
         INVALID_SUBAGENT_NAME,

@@ -97,6 +97,9 @@ struct Loader {
     root: PathBuf,
     prefix: String,
     boundary: PathBuf,
+    /// What `boundary` is, as messages name it: the agent directory, or the folder a
+    /// linked skill leads to.
+    within: &'static str,
     hasher: Sha256,
     problems: Vec<Diagnostic>,
 }
@@ -113,6 +116,7 @@ impl AgentFiles {
             root: root.to_path_buf(),
             prefix: prefix.clone(),
             boundary: boundary.to_path_buf(),
+            within: AGENT_DIR,
             hasher: Sha256::new(),
             problems: Vec::new(),
         };
@@ -192,13 +196,36 @@ impl Loader {
     }
 
     fn read(&mut self, rel: &str) -> Option<Loaded> {
+        self.read_as(rel, false)
+    }
+
+    /// Reads the file `rel`; with `lossy` (a skill's file, which other clients load
+    /// whatever its bytes), bytes that are not UTF-8 read as U+FFFD with a warning
+    /// instead of refusing the file.
+    fn read_as(&mut self, rel: &str, lossy: bool) -> Option<Loaded> {
         if let Some((link, message)) = self.escape(rel) {
             self.problem(&link, code::UNREADABLE, message);
             return None;
         }
         let path = self.root.join(rel);
-        match crate::textfile::read_text_meta(&path) {
-            Ok((text, meta)) => {
+        let read = if lossy {
+            crate::textfile::read_text_lossy(&path)
+        } else {
+            crate::textfile::read_text_meta(&path).map(|(text, meta)| (text, meta, None))
+        };
+        match read {
+            Ok((text, meta, replaced)) => {
+                if let Some(bad) = replaced {
+                    self.problems.push(
+                        Diagnostic::warning(
+                            code::SKILL_NOT_UTF8,
+                            format!("{bad}; each bad byte reads as U+FFFD"),
+                        )
+                        .file(self.display(rel))
+                        .note("Claude Code and Codex load such a file the same way")
+                        .help("save the file as UTF-8"),
+                    );
+                }
                 cache::note_meta(&path, &meta);
                 self.mark("file", rel);
                 self.hasher.update((text.len() as u64).to_le_bytes());
@@ -225,7 +252,7 @@ impl Loader {
         for part in rel.split('/') {
             at.push(part);
             walked.push(part);
-            if let Some(message) = leaves_boundary(&at, &self.boundary) {
+            if let Some(message) = leaves_boundary(&at, &self.boundary, self.within) {
                 return Some((walked.join("/"), message));
             }
         }
@@ -235,6 +262,15 @@ impl Loader {
     /// The entries of a folder of the agent, sorted by name, hidden ones left out;
     /// `None` when the folder exists but cannot be listed (already reported).
     fn list(&mut self, rel: &str) -> Option<Vec<(String, EntryKind)>> {
+        let entries = self.list_with(rel, false)?;
+        Some(entries.into_iter().map(|e| (e.name, e.kind)).collect())
+    }
+
+    /// [`Loader::list`]; with `links_out`, an entry that is a symbolic link to a folder
+    /// outside the top-level agent directory is listed with where it leads (a skill
+    /// installed as a link to a shared library) instead of being a problem. A link to a
+    /// file outside stays a problem.
+    fn list_with(&mut self, rel: &str, links_out: bool) -> Option<Vec<Entry>> {
         if let Some((link, message)) = self.escape(rel) {
             self.problem(&link, code::UNREADABLE, message);
             return None;
@@ -277,12 +313,24 @@ impl Loader {
             let inner = format!("{rel}/{name}");
             // The entry's own type (no `lstat` where the folder listing says it already).
             let link = entry.file_type().map_or(true, |t| t.is_symlink());
+            let mut linked = None;
             if let Some(message) = link
-                .then(|| leaves_boundary(&entry.path(), &self.boundary))
+                .then(|| leaves_boundary(&entry.path(), &self.boundary, self.within))
                 .flatten()
             {
-                self.problem(&inner, code::UNREADABLE, message);
-                continue;
+                match fs::canonicalize(entry.path()) {
+                    // Only a folder, and not one holding the agent: a skill's folder
+                    // holds its `SKILL.md`, which a file of yours elsewhere
+                    // (`~/.aws/credentials`) does not, and a folder above the agent
+                    // holds far more than a skill.
+                    Ok(real) if links_out && real.is_dir() && !self.boundary.starts_with(&real) => {
+                        linked = Some(real);
+                    }
+                    _ => {
+                        self.problem(&inner, code::UNREADABLE, message);
+                        continue;
+                    }
+                }
             }
             // Follow symlinks: a link to a folder is a folder. A loop or a dangling link is a problem.
             let meta = fs::metadata(entry.path());
@@ -305,9 +353,9 @@ impl Loader {
                     continue;
                 }
             };
-            out.push((name, kind));
+            out.push(Entry { name, kind, linked });
         }
-        out.sort();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
         Some(out)
     }
 
@@ -389,22 +437,21 @@ impl Loader {
     }
 
     fn skills(&mut self) -> Vec<skills::Unit> {
-        let entries = self.list("skills").unwrap_or_default();
+        // A skill may be a link to a shared library outside the agent directory, as
+        // people install skills (see `skill`).
+        let entries = self.list_with("skills", true).unwrap_or_default();
         let this = &*self;
         let units: Vec<skills::Unit> = if entries.len() >= PARALLEL_SKILLS {
             // The order of `entries` is kept: the build is the same on any number of cores.
             let seen = cache::current();
             entries
                 .par_iter()
-                .map(|(name, kind)| cache::within(seen.as_ref(), || this.skill(name, *kind)))
+                .map(|entry| cache::within(seen.as_ref(), || this.skill(entry)))
                 .collect()
         } else {
-            entries
-                .iter()
-                .map(|(name, kind)| this.skill(name, *kind))
-                .collect()
+            entries.iter().map(|entry| this.skill(entry)).collect()
         };
-        for ((name, _), unit) in entries.iter().zip(&units) {
+        for (Entry { name, .. }, unit) in entries.iter().zip(&units) {
             self.mark("skill", &format!("skills/{name}"));
             self.hasher.update(unit.digest.as_bytes());
         }
@@ -412,8 +459,14 @@ impl Loader {
     }
 
     /// The entry `name` of `skills/`, read and compiled, or as the last build left it
-    /// if none of the paths it looked at changed.
-    fn skill(&self, name: &str, kind: EntryKind) -> skills::Unit {
+    /// if none of the paths it looked at changed. An entry linked from outside the
+    /// agent directory is read through its link, read-only, with what it holds kept
+    /// inside the place it leads to (its own links may not leave it), and the manifest
+    /// records where it leads.
+    fn skill(&self, entry: &Entry) -> skills::Unit {
+        let Entry { name, kind, linked } = entry;
+        let (name, kind) = (name.as_str(), *kind);
+        let boundary = linked.clone().unwrap_or_else(|| self.boundary.clone());
         let rel = format!("skills/{name}");
         let key = self.display(&rel);
         if let Some(unit) = cache::reuse(&key, |payload| skills::Unit::decode(payload, &key)) {
@@ -428,15 +481,25 @@ impl Loader {
                 let mut part = Loader {
                     root: self.root.clone(),
                     prefix: self.prefix.clone(),
-                    boundary: self.boundary.clone(),
+                    boundary: boundary.clone(),
+                    within: if linked.is_some() {
+                        "the folder the skill's link leads to"
+                    } else {
+                        self.within
+                    },
                     hasher: Sha256::new(),
                     problems: Vec::new(),
                 };
+                let linked = linked.as_deref().map(|p| p.to_string_lossy().into_owned());
+                if let Some(target) = &linked {
+                    part.mark("linked", target);
+                }
                 let file = part.skill_file(name, kind, &rel);
                 let mut diagnostics = Diagnostics::default();
                 let skill = file.as_ref().and_then(|file| {
-                    skills::compile_entry(file, &self.prefix, &self.boundary, &mut diagnostics)
+                    skills::compile_entry(file, &self.prefix, &boundary, &mut diagnostics)
                 });
+                let skill = skill.map(|skill| crate::manifest::Skill { linked, ..skill });
                 let Loader {
                     mut hasher,
                     problems,
@@ -463,7 +526,7 @@ impl Loader {
         match kind {
             EntryKind::File => {
                 if let Some(stem) = name.strip_suffix(".md") {
-                    return self.read(&rel).map(|file| SkillFile::Flat {
+                    return self.read_as(&rel, true).map(|file| SkillFile::Flat {
                         name: stem.to_string(),
                         file,
                     });
@@ -485,15 +548,20 @@ impl Loader {
                 cache::look(&self.root.join(&rel));
                 if !cache::exists(&self.root.join(&skill_md)) {
                     self.mark("other", &rel);
-                    self.problem(
-                        &rel,
-                        code::PACKAGE_WITHOUT_SKILL_MD,
-                        format!("skill folder `{rel}` has no `SKILL.md`"),
-                    );
+                    let path = self.root.join(&skill_md);
+                    let message = match cache::read_link(&path) {
+                        // A link whose target is gone: say so, and where it pointed.
+                        Ok(target) => format!(
+                            "`{skill_md}` is a broken symbolic link to `{}`",
+                            target.display()
+                        ),
+                        Err(_) => format!("skill folder `{rel}` has no `SKILL.md`"),
+                    };
+                    self.problem(&rel, code::PACKAGE_WITHOUT_SKILL_MD, message);
                     return None;
                 }
                 let resources = self.resources(&rel);
-                let file = self.read(&skill_md)?;
+                let file = self.read_as(&skill_md, true)?;
                 Some(SkillFile::Package {
                     name: name.to_string(),
                     file,
@@ -510,6 +578,7 @@ impl Loader {
         let mut resources = Vec::new();
         let mut skipped: Vec<(PathBuf, String)> = Vec::new();
         let boundary = self.boundary.clone();
+        let within = self.within;
         let mut outside: Vec<(PathBuf, String)> = Vec::new();
         let walk = walkdir::WalkDir::new(self.root.join(rel))
             .follow_links(true)
@@ -525,7 +594,7 @@ impl Loader {
                 // Checked before walkdir descends: a link to `/usr` is never walked.
                 match e
                     .path_is_symlink()
-                    .then(|| leaves_boundary(e.path(), &boundary))
+                    .then(|| leaves_boundary(e.path(), &boundary, within))
                 {
                     Some(Some(message)) => {
                         outside.push((e.path().to_path_buf(), message));
@@ -563,7 +632,9 @@ impl Loader {
                     let path = e
                         .path()
                         .map_or_else(|| self.root.join(rel), Path::to_path_buf);
-                    let message = if let Some(message) = leaves_boundary(&path, &self.boundary) {
+                    let message = if let Some(message) =
+                        leaves_boundary(&path, &self.boundary, self.within)
+                    {
                         // A link to `/` or another ancestor: walkdir calls it a loop,
                         // but what matters is where it leads.
                         message
@@ -677,7 +748,7 @@ fn hash_problems(hasher: &mut Sha256, problems: &[Diagnostic]) {
 
 /// What to say about a symbolic link at `path` whose target is outside `boundary`;
 /// `None` if it is not a link, leads inside, or leads nowhere (reported otherwise).
-fn leaves_boundary(path: &Path, boundary: &Path) -> Option<String> {
+fn leaves_boundary(path: &Path, boundary: &Path, within: &str) -> Option<String> {
     if !fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
         return None;
     }
@@ -690,7 +761,7 @@ fn leaves_boundary(path: &Path, boundary: &Path) -> Option<String> {
     let target = fs::read_link(path)
         .map_or_else(|_| real.display().to_string(), |t| t.display().to_string());
     Some(format!(
-        "symbolic link to `{target}` leads outside the agent directory"
+        "symbolic link to `{target}` leads outside {within}"
     ))
 }
 
@@ -704,6 +775,18 @@ fn describe_link_error(path: &Path) -> Option<String> {
         Err(e) => Some(format!("broken symbolic link: {e}")),
         Ok(_) => None,
     }
+}
+
+/// What messages call the top-level agent directory.
+const AGENT_DIR: &str = "the agent directory";
+
+/// An entry of a folder of the agent.
+struct Entry {
+    name: String,
+    kind: EntryKind,
+    /// Where it leads, if it is a symbolic link to a place outside the top-level agent
+    /// directory (canonical); only [`Loader::list_with`] with `links_out` lists those.
+    linked: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

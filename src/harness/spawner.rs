@@ -150,12 +150,21 @@ pub(super) fn tools_context(
         hidden_env: Arc::new(setup.hidden_env.clone()),
         state: state.clone(),
         depth: setup.depth,
+        // The model reads its skills' files by the paths `load_skill` gives: the
+        // agent's `skills/` and where its linked skills lead.
         read_roots: Arc::new(
             setup
                 .agent_dir
                 .join("skills")
                 .canonicalize()
                 .into_iter()
+                .chain(
+                    setup
+                        .manifest
+                        .skills
+                        .iter()
+                        .filter_map(|s| s.linked.as_deref().map(PathBuf::from)),
+                )
                 .collect(),
         ),
         sandbox: setup.sandbox.clone(),

@@ -8,6 +8,7 @@ pub mod model;
 pub mod script;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +57,26 @@ impl Manifest {
         let mut stack = vec![self];
         while let Some(manifest) = stack.pop() {
             out.extend(manifest.executed.iter().map(|e| e.path.clone()));
+            stack.extend(manifest.subagents.iter().map(|s| s.manifest.as_ref()));
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Where the skills linked from outside the agent directory lead (see
+    /// [`Skill::linked`]), this agent's and its subagents', sorted: part of the
+    /// definition, kept read-only like the rest of it.
+    pub fn linked_skills(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![self];
+        while let Some(manifest) = stack.pop() {
+            out.extend(
+                manifest
+                    .skills
+                    .iter()
+                    .filter_map(|s| s.linked.as_deref().map(PathBuf::from)),
+            );
             stack.extend(manifest.subagents.iter().map(|s| s.manifest.as_ref()));
         }
         out.sort();
@@ -336,6 +357,11 @@ pub struct Skill {
     /// Files a packaged skill brings, relative to the agent directory, sorted: every
     /// other file of its folder, and the files outside it that `SKILL.md` links to.
     pub resources: Vec<String>,
+    /// Where the skill's entry of `skills/` leads (absolute, links resolved) when it is
+    /// a symbolic link to a place outside the agent directory, as people install shared
+    /// skills: read through the link, never written, and readable by the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linked: Option<String>,
 }
 
 /// A nested agent, offered to the model as a tool named after it.

@@ -45,6 +45,9 @@ pub struct Recipe {
     /// Entries of the agent directory its commands run (`servers`): part of its
     /// definition, kept read-only with it.
     pub definition: Vec<String>,
+    /// Where its skills linked from outside the agent directory lead: part of its
+    /// definition too ([`Manifest::linked_skills`]).
+    pub linked: Vec<PathBuf>,
 }
 
 impl Recipe {
@@ -66,6 +69,7 @@ impl Recipe {
             no_network,
         );
         recipe.definition = manifest.definition_entries();
+        recipe.linked = manifest.linked_skills();
         recipe
     }
 
@@ -88,6 +92,7 @@ impl Recipe {
             agent_dir: agent_dir.to_path_buf(),
             workspace: workspace.to_path_buf(),
             definition: Vec::new(),
+            linked: Vec::new(),
         }
     }
 
@@ -177,7 +182,8 @@ impl Recipe {
                     .iter()
                     .copied()
                     .chain(self.definition.iter().map(String::as_str))
-                    .map(|entry| agent_dir.join(entry)),
+                    .map(|entry| agent_dir.join(entry))
+                    .chain(self.linked.iter().cloned()),
             );
         }
         protected.extend(super::git::protected(&self.workspace, git_writable));

@@ -346,16 +346,18 @@ fn a_skill_that_is_not_utf8_is_reported_with_its_line() {
         "{}",
         out.stderr
     );
-    // Without --strict the skill is left out, and the agent builds.
+    // Without --strict the skill loads as other clients load it, each bad byte read
+    // as U+FFFD, and the warning says where.
     let out = run_in(tmp.path(), &["build"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
-            "warning[W0413]: skill `latin1` is left out: file is not valid UTF-8 (line 2, byte 6)\n --> skills/latin1.md"
+            "warning[W0415]: file is not valid UTF-8 (line 2, byte 6); each bad byte reads as U+FFFD\n --> skills/latin1.md"
         ),
         "{}",
         out.stderr
     );
+    assert!(!out.stderr.contains("W0413"), "{}", out.stderr);
 }
 
 #[test]

@@ -430,6 +430,48 @@ fn a_skill_that_cannot_be_used_is_left_out_of_dev_as_of_build_and_a_fixed_one_re
     );
 }
 
+/// A skill installed as a link to a library outside the agent directory reloads when
+/// the library's copy is edited, as a skill of the agent's own does.
+#[test]
+fn an_edit_of_a_linked_skill_in_its_library_reloads() {
+    let (tmp, dir) = dev_agent("- text: One.\n- text: Two.\n");
+    let library = tmp.path().canonicalize().unwrap().join("library/review");
+    std::fs::create_dir_all(&library).unwrap();
+    std::fs::write(
+        library.join("SKILL.md"),
+        "---\ndescription: Reviews a change\n---\nReview.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("skills")).unwrap();
+    std::os::unix::fs::symlink(&library, dir.join("skills/review")).unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let mut dev = Dev::start(&dir, &log);
+    dev.send("first");
+    dev.wait_for("completed ·", 1);
+    std::fs::write(
+        library.join("SKILL.md"),
+        "---\ndescription: Reviews a change, edited in the library\n---\nReview.\n",
+    )
+    .unwrap();
+    dev.wait_for("↻ reloaded", 1);
+    dev.send("second");
+    dev.wait_for("completed ·", 2);
+    dev.send("/quit");
+    assert!(dev.child.wait().unwrap().success());
+    let requests = logged_requests(&log);
+    let system = |i: usize| requests[i]["system"].as_str().unwrap().to_string();
+    assert!(
+        system(0).ends_with("- `review`: Reviews a change"),
+        "{}",
+        system(0)
+    );
+    assert!(
+        system(1).contains("- `review`: Reviews a change, edited in the library"),
+        "{}",
+        system(1)
+    );
+}
+
 /// `/eval` runs the cases of the build the next turn would use: not one the agent
 /// changed itself that the person has not accepted (its cases would run the changed
 /// tools and start the changed servers).

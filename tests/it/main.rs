@@ -30,6 +30,7 @@ mod schemas;
 mod security;
 mod serve;
 mod sessions;
+mod skill_libraries;
 mod special_files;
 mod tools;
 mod workspace_guard;

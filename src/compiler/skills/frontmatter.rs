@@ -137,7 +137,7 @@ pub fn read_frontmatter(
         // A field is read only when the shape declares it, so the skill's JSON Schema
         // lists every field eve reads.
         match FRONTMATTER.key(key).map(|k| k.name) {
-            Some("name") => match text(value) {
+            Some("name") => match name_text(value) {
                 Ok(Some(s)) => front.name = Some((s, line_of(key))),
                 Ok(None) => {}
                 Err(()) => wrong(key, "a string"),
@@ -164,6 +164,15 @@ pub fn read_frontmatter(
         }
     }
     ok.then_some(front)
+}
+
+/// The `name` field: a string, or a number taken as its text as YAML wrote it
+/// (`name: 8004`, a skill named after a standard), as other clients read it.
+fn name_text(value: &serde_yaml::Value) -> Result<Option<String>, ()> {
+    match value {
+        serde_yaml::Value::Number(n) => Ok(Some(n.to_string())),
+        other => text(other),
+    }
 }
 
 /// A string field: `Ok(None)` when written without a value, `Err` for another type.
@@ -329,6 +338,16 @@ mod tests {
             Some(4),
             "the second `description` is on file line 4"
         );
+    }
+
+    #[test]
+    fn a_numeric_name_is_taken_as_its_text() {
+        let (front, diags) = read("name: 8004\ndescription: Trustless agents\n");
+        assert_eq!(diags, []);
+        assert_eq!(front.unwrap().name, Some(("8004".to_string(), 2)));
+        let (front, diags) = read("name: [8004]\n");
+        assert!(front.is_none());
+        assert_eq!(diags[0].0, "frontmatter `name` must be a string");
     }
 
     #[test]

@@ -124,6 +124,9 @@ pub fn compile(units: &[Unit], strict: bool, diags: &mut Diagnostics) -> Vec<Ski
             );
             false
         });
+        if strict {
+            found = found.into_iter().map(self::strict).collect();
+        }
         let usable = !found.iter().any(Diagnostic::is_error);
         if strict || usable {
             diags.extend(found);
@@ -190,7 +193,11 @@ fn compile_one(
         } => (name, file, &resources[..], true),
     };
     let src = SourceFile::new(&file.display, &file.text);
-    let mut ok = check_name(name, file, diags);
+    let entry_name = name;
+    let Some(name) = &loaded_name(name, file, diags) else {
+        return None;
+    };
+    let mut ok = true;
     let split = match split_frontmatter(&file.text) {
         Ok(split) => split,
         Err(message) => {
@@ -207,6 +214,7 @@ fn compile_one(
 
     if let Some((declared, line)) = &front.name
         && declared != name
+        && declared != entry_name
     {
         check_declared_name(name, declared, *line, packaged, &src, diags);
     }
@@ -252,21 +260,69 @@ fn compile_one(
         body_hash: sha256(split.body),
         body_offset: split.body_offset,
         resources,
+        linked: None,
     })
 }
 
-/// Whether the entry's name is a valid skill name (else an error, with a fixed name).
-fn check_name(name: &str, file: &Loaded, diags: &mut Diagnostics) -> bool {
+/// The name the skill of the entry `name` is loaded as: its own when valid; else, as
+/// Claude Code loads such a skill, the name normalised (lowercase, `-` for what a name
+/// cannot hold, cut at 64 characters) with a warning that says so ([`strict`] makes it
+/// the error it was); `None`, after an error, when nothing of it is left.
+fn loaded_name(name: &str, file: &Loaded, diags: &mut Diagnostics) -> Option<String> {
     if is_valid_name(name) {
-        return true;
+        return Some(name.to_string());
+    }
+    let rule = "skill names are lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64 characters";
+    let fixed = fix_name(name);
+    if fixed.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                code::INVALID_SKILL_NAME,
+                format!("invalid skill name `{name}`"),
+            )
+            .file(file.display.clone())
+            .note(rule)
+            .help("rename it to lowercase letters, digits, `-` and `_`"),
+        );
+        return None;
     }
     diags.push(
-        Diagnostic::error(code::INVALID_SKILL_NAME, format!("invalid skill name `{name}`"))
-            .file(file.display.clone())
-            .note("skill names are lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64 characters")
-            .help(format!("rename it to `{}`", fix_name(name))),
+        Diagnostic::warning(
+            code::SKILL_NAME_NORMALISED,
+            format!("invalid skill name `{name}`: loaded as `{fixed}`"),
+        )
+        .file(file.display.clone())
+        .note(rule)
+        .help(format!("rename it to `{fixed}`")),
     );
-    false
+    Some(fixed)
+}
+
+/// A diagnostic as `eve build --strict` reports it: what a build loads anyway, with a
+/// warning, is the error it is for a skill author's CI (an invalid name, a file that is
+/// not UTF-8).
+fn strict(d: Diagnostic) -> Diagnostic {
+    let (code, notes) = match d.code {
+        code::SKILL_NAME_NORMALISED => (code::INVALID_SKILL_NAME, 1),
+        code::SKILL_NOT_UTF8 => (code::UNREADABLE, 0),
+        _ => return d,
+    };
+    let message = match d.message.split_once(": loaded as ") {
+        Some((invalid, _)) => invalid.to_string(),
+        None => d
+            .message
+            .split("; ")
+            .next()
+            .unwrap_or(&d.message)
+            .to_string(),
+    };
+    Diagnostic {
+        severity: super::diagnostic::Severity::Error,
+        code,
+        message,
+        notes: d.notes.into_iter().take(notes).collect(),
+        ..d
+    }
 }
 
 /// The skill's description: the frontmatter's (a warning when it is over the Agent
@@ -378,6 +434,8 @@ pub fn derive_description(body: &str) -> Option<String> {
         .find(|l| !l.is_empty())
 }
 
+/// `name` as a valid skill name: lowercase, `-` for what a name cannot hold, cut at a
+/// word boundary to 64 characters; empty when nothing of it is left.
 fn fix_name(name: &str) -> String {
     let fixed: String = name
         .to_lowercase()
@@ -390,9 +448,9 @@ fn fix_name(name: &str) -> String {
             }
         })
         .collect();
-    let fixed = fixed.trim_matches('-');
+    let fixed = fixed.trim_matches(['-', '_']);
     if fixed.is_empty() {
-        return "my-skill".into();
+        return String::new();
     }
     if fixed.len() <= 64 {
         return fixed.to_string();
@@ -473,6 +531,7 @@ mod tests {
                 body_hash: String::new(),
                 body_offset: 0,
                 resources: Vec::new(),
+                linked: None,
             }),
             diagnostics,
             digest: "0".repeat(64),

@@ -73,8 +73,9 @@ impl LoadSkill {
         };
         let file = ctx.agent_dir.join(&skill.path);
         // Like `eve build`: a regular file only, never opened in a way that blocks.
-        let text = match crate::textfile::read_text(&file) {
-            Ok(text) => text,
+        // Read as the build read it: a stray byte that is not UTF-8 reads as U+FFFD.
+        let text = match crate::textfile::read_text_lossy(&file) {
+            Ok((text, _, _)) => text,
             Err(e) => {
                 return ToolOutput::error(format!(
                     "cannot read skill `{name}` from `{}`: {e}",

@@ -573,6 +573,7 @@ mod tests {
             body_hash: String::new(),
             body_offset: 0,
             resources: Vec::new(),
+            linked: None,
         };
         let skills = [
             skill("invoice-check", "Checks an invoice", true),
