@@ -209,7 +209,8 @@ fn compile_one(
         Some(yaml) => frontmatter::read_frontmatter(yaml, split.yaml_line, &src, diags),
         None => Some(frontmatter::Frontmatter::default()),
     };
-    ok &= front.is_some();
+    let front_read = front.is_some();
+    ok &= front_read;
     let front = front.unwrap_or_default();
 
     if let Some((declared, line)) = &front.name
@@ -222,7 +223,11 @@ fn compile_one(
     let description = match skill_description(&front, split.body, &src, diags) {
         Some(description) => listed(&description),
         None => {
-            report_no_description(name, file, packaged, diags);
+            // Frontmatter that cannot be read may well hold the description: its own
+            // error says what is wrong.
+            if front_read {
+                report_no_description(name, file, packaged, diags);
+            }
             ok = false;
             String::new()
         }
@@ -621,6 +626,23 @@ mod tests {
                 code::DUPLICATE_SKILL
             ]
         );
+    }
+
+    #[test]
+    fn frontmatter_that_cannot_be_read_is_not_also_a_missing_description() {
+        let entry = SkillFile::Flat {
+            name: "ship".into(),
+            file: Loaded {
+                path: "skills/ship.md".into(),
+                display: "skills/ship.md".into(),
+                text: "---\ndescription: [oops\n---\n".into(),
+            },
+        };
+        let mut diags = Diagnostics::default();
+        let boundary = std::env::temp_dir();
+        assert!(compile_entry(&entry, "", &boundary, &mut diags).is_none());
+        let codes: Vec<_> = diags.iter().map(|d| d.code).collect();
+        assert_eq!(codes, [code::FRONTMATTER]);
     }
 
     #[test]
