@@ -107,6 +107,18 @@ pub struct Agent {
     pub evals: Vec<crate::manifest::eval::Case>,
     /// How many eval cases the agent has.
     pub eval_count: usize,
+    /// Whether opening it built the agent and wrote its manifest, and why; `None` when
+    /// the last build's manifest stands (nothing changed).
+    pub built: Option<Built>,
+}
+
+/// Why [`open`] wrote the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Built {
+    /// There was none: the agent's first build.
+    First,
+    /// Its files changed since the last build.
+    Changed,
 }
 
 impl Agent {
@@ -166,8 +178,16 @@ pub fn open(dir: &Path, mut options: Options<'_>) -> anyhow::Result<Opening> {
             agent: Err(Refusal::DoesNotBuild),
         });
     };
+    let mut built = None;
     if !build.cached {
-        crate::compiler::write_manifest(dir, &manifest)?;
+        let first = !dir
+            .join(crate::manifest::STATE_DIR)
+            .join("manifest.json")
+            .exists();
+        // An unchanged manifest is not written again: the build changed nothing.
+        if crate::compiler::write_manifest(dir, &manifest)? {
+            built = Some(if first { Built::First } else { Built::Changed });
+        }
     }
     Ok(Opening {
         diagnostics,
@@ -177,6 +197,7 @@ pub fn open(dir: &Path, mut options: Options<'_>) -> anyhow::Result<Opening> {
             manifest: Arc::new(manifest),
             evals: build.evals,
             eval_count: build.eval_count,
+            built,
         }),
     })
 }

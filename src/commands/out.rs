@@ -51,6 +51,22 @@ pub fn opening(
     }
 }
 
+/// A command that builds as it goes (`eve run`) says when it built, so that a first
+/// run, or one after an edit, does not pass for one of the last build:
+/// `built `NAME` for this first run → DIR/.eve/manifest.json`.
+pub fn built(agent: &crate::agent::Agent, base: &str) {
+    let why = match agent.built {
+        None => return,
+        Some(crate::agent::Built::First) => "for this first run",
+        Some(crate::agent::Built::Changed) => "again: its files changed since the last build",
+    };
+    eprintln!(
+        "built `{}` {why} → {}",
+        agent.manifest.agent.name,
+        render::join_path(base, ".eve/manifest.json")
+    );
+}
+
 /// Why the agent at `dir` (as `base` shows it) could not be opened, in words: a build
 /// with errors is `could not build `NAME`{what}: fix the errors above, then {then}`;
 /// `changed` words a change that waits for the person.

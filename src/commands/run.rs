@@ -41,6 +41,7 @@ pub fn run(args: &RunArgs, built: Option<compiler::Build>) -> anyhow::Result<Exi
         Err(Stop::Failed(error)) => return Err(error),
     };
     if !args.quiet {
+        out::built(&agent, &base);
         for note in &prepared.repaired {
             eprintln!("note: {note}");
         }

@@ -1458,3 +1458,34 @@ fn provider_keys_and_url_credentials_are_masked_in_errors_and_logs() {
     );
     assert!(!shown.contains("PASSWORD"), "{shown}");
 }
+
+#[test]
+fn a_run_says_when_it_built_the_agent_and_not_when_nothing_changed() {
+    let agent = scripted_agent("- text: One.\n- text: Two.\n- text: Three.\n");
+    let run = || {
+        let out = eve_run()
+            .current_dir(&agent.dir)
+            .args([".", "hi"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let first = run();
+    assert!(
+        first.starts_with("built `mock-agent` for this first run → .eve/manifest.json\n"),
+        "{first}"
+    );
+    assert!(
+        !run().contains("built `"),
+        "nothing changed: the last build stands"
+    );
+    std::fs::write(agent.dir.join("instructions.md"), "You help.").unwrap();
+    let changed = run();
+    assert!(
+        changed.starts_with(
+            "built `mock-agent` again: its files changed since the last build → .eve/manifest.json\n"
+        ),
+        "{changed}"
+    );
+}
