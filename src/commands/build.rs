@@ -106,7 +106,7 @@ fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {
-        format!("{n} {word}s")
+        format!("{} {word}s", crate::console::lines::thousands(n as u64))
     }
 }
 
