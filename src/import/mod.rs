@@ -6,6 +6,7 @@
 
 pub mod agent_file;
 pub mod command;
+pub mod copy;
 pub mod frontmatter;
 pub mod literal;
 pub mod mcp;
