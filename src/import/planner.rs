@@ -226,7 +226,8 @@ impl<'a> Planner<'a> {
             .unwrap_or_default();
         let (name, description, what) = match layout {
             Layout::Folder { base, plugin } => self.folder(base, *plugin, &folder_name)?,
-            Layout::Agents | Layout::Marketplace => {
+            Layout::Marketplace => bail!("a marketplace is planned through the plugin picked"),
+            Layout::Agents => {
                 self.agents("", None, true)?;
                 let what = "a folder of Claude Code agent files".to_string();
                 ("claude-agents".to_string(), None, what)
