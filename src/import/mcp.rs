@@ -22,6 +22,9 @@ pub struct Server {
     argv: Vec<String>,
     /// Where a stdio server starts, as written (`${CLAUDE_PLUGIN_ROOT}`).
     cwd: Option<String>,
+    /// The folder of the agent directory `${CLAUDE_PLUGIN_ROOT}` becomes, when not the
+    /// agent directory itself (`claude-plugin`, for a server run from the whole plugin).
+    root: Option<String>,
     /// The rest of the file, without its `[tools]` table.
     body: String,
     /// The environment variables its `${VAR}` references read.
@@ -54,6 +57,21 @@ impl Server {
         self.cwd.as_deref()
     }
 
+    /// Makes `${CLAUDE_PLUGIN_ROOT}` the folder `folder` of the agent directory.
+    pub fn set_root(&mut self, folder: &str) {
+        self.root = Some(folder.to_string());
+    }
+
+    /// `text` with `${CLAUDE_PLUGIN_ROOT}` made `root` and the folder [`Server::set_root`]
+    /// gave (for showing a command line: `root` is the agent directory's path).
+    pub fn resolved(&self, text: &str, root: &str) -> String {
+        let root = match &self.root {
+            Some(folder) => format!("{root}/{folder}"),
+            None => root.to_string(),
+        };
+        text.replace(PLUGIN_ROOT, &root)
+    }
+
     /// Makes the element `index` of the command line `value` (a relative path that
     /// names a file of the plugin, made `${CLAUDE_PLUGIN_ROOT}/…`), saying why in `note`.
     pub fn rewrite(&mut self, index: usize, value: String, note: Note) {
@@ -78,7 +96,12 @@ impl Server {
             shown(&self.original),
         );
         if !self.argv.is_empty() {
-            let root = format!("{{{{ agent_dir }}}}{}", "/..".repeat(up));
+            let folder = self
+                .root
+                .as_ref()
+                .map(|f| format!("/{f}"))
+                .unwrap_or_default();
+            let root = format!("{{{{ agent_dir }}}}{}{folder}", "/..".repeat(up));
             let parts: Vec<String> = self
                 .argv
                 .iter()
@@ -192,6 +215,7 @@ fn server(original: &str, name: &str, config: &Value) -> Result<Server, String> 
         transport: transport.to_string(),
         argv: parts.argv,
         cwd: parts.cwd,
+        root: None,
         body: parts.body,
         variables: parts.variables,
         notes: parts.notes,

@@ -12,7 +12,9 @@ use super::marketplace::{self, Listed};
 use super::report::{self, Note, Report, shown};
 use super::source::{Kind, Source, join};
 use super::tree::Tree;
-use super::{agent_file, command, frontmatter, literal, mcp, server_copy, skills, slug};
+use super::{
+    agent_file, command, frontmatter, literal, mcp, server_copy, server_files, skills, slug,
+};
 
 /// How deep `commands/` folders are read (Claude Code namespaces commands by folder).
 const MAX_COMMAND_DEPTH: usize = 4;
@@ -187,7 +189,7 @@ struct Planner<'a> {
     /// Each connection → the subagents given a copy of it.
     copies: BTreeMap<String, Vec<String>>,
     /// The entries at the top of the plugin copied for its servers.
-    server_entries: BTreeSet<String>,
+    server_entries: server_copy::Done,
     /// The servers that name files the agent directory will not hold (the build
     /// leaves them out, and starts none of them).
     unstarted: BTreeSet<String>,
@@ -210,7 +212,7 @@ impl<'a> Planner<'a> {
             subagents: Vec::new(),
             subagent_files: BTreeMap::new(),
             copies: BTreeMap::new(),
-            server_entries: BTreeSet::new(),
+            server_entries: server_copy::Done::default(),
             unstarted: BTreeSet::new(),
             hooks: Vec::new(),
             listed: None,
@@ -818,16 +820,15 @@ impl<'a> Planner<'a> {
             return;
         };
         for name in &listing.names {
-            if handled.contains(&name.as_str())
-                || name == ".git"
-                || name == ".DS_Store"
-                || self.server_entries.contains(name)
-            {
+            if handled.contains(&name.as_str()) || name == ".git" || name == ".DS_Store" {
                 continue;
             }
             let rel = join(base, name);
             if is_license(name) && self.source.kind(&rel) == Kind::File {
                 self.license(name, &rel);
+                continue;
+            }
+            if self.server_entries.copied(name) {
                 continue;
             }
             let why = self.why_left_out(name, &rel, project);
@@ -975,8 +976,14 @@ impl<'a> Planner<'a> {
         for server in started {
             self.report.starts.push(report::Start {
                 connection: server.name.clone(),
-                argv: server.argv().to_vec(),
-                cwd: server.cwd().map(str::to_string),
+                argv: server
+                    .argv()
+                    .iter()
+                    .map(|a| server.resolved(a, server_files::PLUGIN_ROOT))
+                    .collect(),
+                cwd: server
+                    .cwd()
+                    .map(|c| server.resolved(c, server_files::PLUGIN_ROOT)),
                 copies: self.copies.get(&server.name).cloned().unwrap_or_default(),
             });
         }

@@ -533,6 +533,17 @@ fn the_files_a_plugins_servers_run_are_copied_and_the_report_shows_what_the_buil
     );
     // One that climbs out of the plugin is not imported at all.
     assert!(!out.join("connections/shared.toml").exists());
+    // A server run from the whole plugin gets the plugin's own files in `claude-plugin/`.
+    let (whole, snapshot) = import("whole-server");
+    insta::assert_snapshot!("import_whole_server", snapshot);
+    let whole = whole.path().join("out");
+    assert!(whole.join("claude-plugin/src/server.ts").is_file());
+    assert!(!whole.join("claude-plugin/agents").exists());
+    assert!(
+        std::fs::read_to_string(whole.join("subagents/relay/connections/chat.toml"))
+            .unwrap()
+            .contains("\"--cwd\", \"{{ agent_dir }}/../../claude-plugin\"")
+    );
     // The build starts the copied program (here it fails: `mcp-test-server` is not on
     // the PATH it gets), and leaves out the server whose file is missing.
     let build = run_in(&out, &["build"]);
