@@ -11,6 +11,9 @@ use super::server_files::plain;
 /// Where the marketplace file is, in the marketplace's folder.
 pub const FILE: &str = ".claude-plugin/marketplace.json";
 
+/// How many of the plugins that are not in the marketplace's folder its listing shows.
+const MAX_ELSEWHERE_SHOWN: usize = 10;
+
 /// The keys of a plugin entry that are about the listing, not the plugin.
 const LISTING_KEYS: &[&str] = &[
     "name",
@@ -214,13 +217,22 @@ impl Marketplace {
             self.plugins.len(),
             if self.plugins.len() == 1 { "" } else { "s" }
         );
-        let width = self
+        // The plugins here first, every one; of those elsewhere, a few and a count.
+        let (here, elsewhere): (Vec<&Listed>, Vec<&Listed>) = self
             .plugins
+            .iter()
+            .partition(|p| matches!(p.place, Place::Here(_)));
+        let shown_elsewhere = elsewhere.len().min(MAX_ELSEWHERE_SHOWN);
+        let listed: Vec<&Listed> = here
+            .into_iter()
+            .chain(elsewhere.iter().copied().take(shown_elsewhere))
+            .collect();
+        let width = listed
             .iter()
             .map(|p| shown(&p.name).chars().count())
             .max()
             .unwrap_or(0);
-        for plugin in &self.plugins {
+        for plugin in listed {
             let place = match &plugin.place {
                 Place::Here(rel) if rel.is_empty() => "./ (the marketplace's own folder)".into(),
                 Place::Here(rel) => format!("./{rel}"),
@@ -235,6 +247,12 @@ impl Marketplace {
             out.push_str(&format!(
                 "  {:<width$}  {place}{about}\n",
                 shown(&plugin.name)
+            ));
+        }
+        if elsewhere.len() > shown_elsewhere {
+            out.push_str(&format!(
+                "  … and {} more that are not in this folder either\n",
+                elsewhere.len() - shown_elsewhere
             ));
         }
         let example = self
@@ -321,5 +339,32 @@ mod tests {
             read(r#"{"plugins": [{"name": "x", "source": {"source": "url", "url": "u"}}]}"#)
                 .unwrap();
         assert!(remote.choose(None, "m").is_err());
+    }
+
+    #[test]
+    fn a_long_marketplace_shows_every_plugin_here_and_a_few_of_the_others() {
+        let mut plugins = vec![serde_json::json!({"name": "local", "source": "./local"})];
+        for n in 0..30 {
+            plugins.push(serde_json::json!({
+                "name": format!("remote-{n}"),
+                "source": {"source": "github", "repo": format!("o/r{n}")}
+            }));
+        }
+        let market = read(&serde_json::json!({ "plugins": plugins }).to_string()).unwrap();
+        let listing = market.choose(None, "m").unwrap_err().0;
+        assert!(listing.contains("lists 31 plugins"), "{listing}");
+        assert!(
+            listing.lines().nth(1).unwrap().starts_with("  local "),
+            "{listing}"
+        );
+        assert!(
+            listing.contains("remote-9 ") && !listing.contains("remote-10 "),
+            "{listing}"
+        );
+        assert!(
+            listing.contains("… and 20 more that are not in this folder either"),
+            "{listing}"
+        );
+        assert_eq!(listing.lines().count(), 14, "{listing}");
     }
 }

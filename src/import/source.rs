@@ -102,8 +102,11 @@ impl Source {
     /// is the one resolved beneath this source, held open: never looked up again by path.
     pub fn sub(&self, rel: &str) -> Result<Source, String> {
         let found = self.resolve(rel)?;
-        if !matches!(found.entry, Entry::Dir) {
-            return Err("is not a folder".into());
+        match found.entry {
+            Entry::Dir => {}
+            Entry::Missing => return Err("does not exist".into()),
+            Entry::File(_) => return Err("is a file, not a folder".into()),
+            Entry::Other(kind) => return Err(format!("is {}", beneath::describe(kind))),
         }
         let level = found.levels[found.levels.len() - 1].clone();
         Ok(Source {
