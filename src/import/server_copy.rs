@@ -166,7 +166,13 @@ fn copy_whole(source: &Source, tree: &mut Tree, done: &mut Done) -> anyhow::Resu
     let mut names = BTreeSet::new();
     let mut shown_names = Vec::new();
     let mut files = 0;
-    let listing = source.list("").unwrap_or_default();
+    let listing = match source.list("") {
+        Ok(listing) => listing,
+        Err(why) => {
+            notes.push(Note::Dropped(format!("the plugin's folder: {why}")));
+            Default::default()
+        }
+    };
     for name in &listing.names {
         if name.starts_with('.') || CLAUDE_PARTS.contains(&name.as_str()) {
             continue;

@@ -117,7 +117,11 @@ impl Source {
                     ..level
                 },
             },
-            shown: format!("{}/{rel}", self.shown.trim_end_matches('/')),
+            shown: if rel.is_empty() {
+                self.shown.clone()
+            } else {
+                format!("{}/{rel}", self.shown.trim_end_matches('/'))
+            },
             read: std::cell::Cell::new(self.read.get()),
             looked: std::cell::Cell::new(self.looked.get()),
         })
