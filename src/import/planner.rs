@@ -331,7 +331,14 @@ impl<'a> Planner<'a> {
                 self.agents(entry, plugin_name.as_deref(), true)?;
             }
         }
-        self.left_out_entries(base, base == ".claude");
+        // The entries at the top that the manifest's paths name were read as parts.
+        let read: BTreeSet<String> = [&skills, &commands, &agents]
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.split('/').next())
+            .map(str::to_string)
+            .collect();
+        self.left_out_entries(base, base == ".claude", &read);
         Ok((name, description, what))
     }
 
@@ -808,7 +815,7 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn left_out_entries(&mut self, base: &str, project: bool) {
+    fn left_out_entries(&mut self, base: &str, project: bool, read: &BTreeSet<String>) {
         let handled = [
             "agents",
             "skills",
@@ -820,7 +827,11 @@ impl<'a> Planner<'a> {
             return;
         };
         for name in &listing.names {
-            if handled.contains(&name.as_str()) || name == ".git" || name == ".DS_Store" {
+            if handled.contains(&name.as_str())
+                || read.contains(name)
+                || name == ".git"
+                || name == ".DS_Store"
+            {
                 continue;
             }
             let rel = join(base, name);
