@@ -315,7 +315,7 @@ impl<'a> Planner<'a> {
         let what = self.what(base, plugin, &name, folder_name);
         let [skills, commands, agents] =
             ["skills", "commands", "agents"].map(|part| self.parts(base, part, manifest.as_ref()));
-        self.mcp(".mcp.json", manifest.as_ref())?;
+        let servers_files = self.mcp(".mcp.json", manifest.as_ref())?;
         for dir in &skills {
             if self.exists(dir) {
                 self.skills(dir)?;
@@ -332,7 +332,7 @@ impl<'a> Planner<'a> {
             }
         }
         // The entries at the top that the manifest's paths name were read as parts.
-        let read: BTreeSet<String> = [&skills, &commands, &agents]
+        let read: BTreeSet<String> = [&skills, &commands, &agents, &servers_files]
             .into_iter()
             .flatten()
             .filter_map(|p| p.split('/').next())
@@ -458,7 +458,12 @@ impl<'a> Planner<'a> {
 
     /// The servers of `rel` (`.mcp.json`) and of the manifest's `mcpServers` (an object
     /// of servers, or the path of another such file in the plugin).
-    fn mcp(&mut self, rel: &str, plugin: Option<&serde_json::Value>) -> anyhow::Result<()> {
+    /// Returns the servers files read.
+    fn mcp(
+        &mut self,
+        rel: &str,
+        plugin: Option<&serde_json::Value>,
+    ) -> anyhow::Result<Vec<String>> {
         let mut inputs: Vec<(String, serde_json::Value)> = Vec::new();
         let mut files = vec![rel.to_string()];
         let key = if self.listed.is_some()
@@ -487,14 +492,19 @@ impl<'a> Planner<'a> {
                 .leave_out(key, "not an object of servers or a path"),
         }
         for file in files.iter().rev() {
-            if let Some(value) = self.mcp_file(file) {
+            if file != rel && self.source.kind(file) == Kind::Missing {
+                self.report.leave_out(
+                    file.as_str(),
+                    "`plugin.json` names it, and it does not exist",
+                );
+            } else if let Some(value) = self.mcp_file(file) {
                 inputs.insert(0, (file.clone(), value));
             }
         }
         for (from, value) in inputs {
             self.servers_of(&from, &value)?;
         }
-        Ok(())
+        Ok(files)
     }
 
     /// The parsed `.mcp.json` at `rel`, if there is one it can read.

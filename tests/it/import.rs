@@ -770,3 +770,41 @@ fn a_plugins_servers_and_a_marketplaces_sources_cannot_lead_the_import_outside_t
     assert!(tmp.path().join("ok/subagents/fine/agent.toml").is_file());
     assert!(!tmp.path().join("ok/subagents/peek").exists());
 }
+
+#[test]
+fn a_plugin_json_may_name_its_servers_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plugin = tmp.path().join("plugin");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(plugin.join("config")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "p", "mcpServers": "./config/servers.json"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        plugin.join("config/servers.json"),
+        r#"{"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}}"#,
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), &["import", "claude", "plugin", "--into", "out"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("← config/servers.json `time` (stdio)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("  time: uvx mcp-server-time\n"),
+        "{}",
+        out.stdout
+    );
+    // A servers file it names that is not there is said so, and nothing is imported.
+    std::fs::remove_file(plugin.join("config/servers.json")).unwrap();
+    let (code, stderr) = refused(tmp.path(), &plugin, &["--into", "again"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("config/servers.json: `plugin.json` names it, and it does not exist"),
+        "{stderr}"
+    );
+}
