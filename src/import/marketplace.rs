@@ -255,12 +255,18 @@ impl Marketplace {
                 elsewhere.len() - shown_elsewhere
             ));
         }
-        let example = self
+        out.push_str(&self.help(shown_as));
+        out
+    }
+
+    /// How to pick a plugin: an example with the first one here.
+    fn help(&self, shown_as: &str) -> String {
+        self
             .plugins
             .iter()
             .find(|p| matches!(p.place, Place::Here(_)))
             .map(|p| {
-                let name = crate::text::shell_word(&p.name);
+                let name = crate::text::shell_word(&shown(&p.name));
                 format!(
                     "  = help: `eve import claude {} --plugin {name} --into {name}`; each plugin is an agent of its own",
                     crate::text::shell_word(shown_as)
@@ -268,9 +274,7 @@ impl Marketplace {
             })
             .unwrap_or_else(|| {
                 "  = help: none of them is in this folder: fetch one yourself, then import its folder".into()
-            });
-        out.push_str(&example);
-        out
+            })
     }
 }
 

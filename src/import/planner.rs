@@ -123,9 +123,10 @@ fn pick(source: &Source, options: &Options) -> anyhow::Result<(Source, Listed, S
     };
     let plugin = source.sub(rel).map_err(|why| {
         anyhow::anyhow!(
-            "cannot import the plugin `{}` from `{}/{rel}`: {why}",
+            "cannot import the plugin `{}` from `{}/{}`: {why}",
             shown(&listed.name),
-            source.shown
+            source.shown,
+            shown(rel)
         )
     })?;
     Ok((plugin, listed, market.name))
