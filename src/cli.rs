@@ -53,15 +53,19 @@ pub struct ImportArgs {
 /// What `eve import` reads.
 #[derive(Debug, Subcommand)]
 pub enum ImportFrom {
-    /// Claude Code: a plugin folder, a project with .claude/, a folder of agent files, or one agent file
+    /// Claude Code: a plugin folder, a plugin of a marketplace, a project with .claude/, a folder of agent files, or one agent file
     Claude(ImportClaudeArgs),
 }
 
 /// Arguments of `eve import claude`.
 #[derive(Debug, clap::Args)]
 pub struct ImportClaudeArgs {
-    /// The plugin folder, project folder, agents folder or agent file (`.md`)
+    /// The plugin folder, marketplace folder, project folder, agents folder or agent file (`.md`)
     pub path: PathBuf,
+    /// The plugin of a marketplace (`.claude-plugin/marketplace.json`) to import, by its
+    /// name there; each plugin is an agent of its own
+    #[arg(long, value_name = "NAME")]
+    pub plugin: Option<String>,
     /// The agent directory to write (default: ./<name of the plugin or agent>)
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,

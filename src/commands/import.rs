@@ -13,11 +13,18 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: `{}` does not exist", args.path.display());
         return Ok(ExitCode::from(out::USAGE));
     }
-    let plan = match crate::import::plan(&args.path) {
+    let options = crate::import::Options {
+        plugin: args.plugin.clone(),
+    };
+    let plan = match crate::import::plan(&args.path, &options) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("error: {e:#}");
-            return Ok(ExitCode::FAILURE);
+            // A marketplace whose plugin is not picked: the command needs `--plugin`.
+            let pick = e
+                .downcast_ref::<crate::import::marketplace::Pick>()
+                .is_some();
+            return Ok(ExitCode::from(if pick { out::USAGE } else { 1 }));
         }
     };
     let into = args

@@ -135,12 +135,7 @@ pub fn convert(front: &Front, rel: &str, cx: &Context<'_>) -> Subagent {
 /// The subagent's name: its `name` (or the file's), as a folder name no tool of the
 /// parent has.
 fn subagent_name(front: &Front, rel: &str, cx: &Context<'_>, notes: &mut Vec<Note>) -> String {
-    let stem = rel
-        .rsplit('/')
-        .next()
-        .unwrap_or(rel)
-        .trim_end_matches(".md");
-    let written = front.text("name").unwrap_or_else(|| stem.to_string());
+    let written = written_name(front, rel);
     let base = slug(&written).unwrap_or_else(|| "agent".to_string());
     let base = if (cx.taken)(&base) && crate::tools::builtin::CATALOG.find(&base).is_some() {
         format!("{base}-agent")
@@ -155,6 +150,16 @@ fn subagent_name(front: &Front, rel: &str, cx: &Context<'_>, notes: &mut Vec<Not
         )));
     }
     name
+}
+
+/// The agent's name as the file gives it: its `name`, else the file's name.
+pub fn written_name(front: &Front, rel: &str) -> String {
+    let stem = rel
+        .rsplit('/')
+        .next()
+        .unwrap_or(rel)
+        .trim_end_matches(".md");
+    front.text("name").unwrap_or_else(|| stem.to_string())
 }
 
 /// `instructions.md`: the agent file's body, kept literal.

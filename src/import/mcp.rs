@@ -6,10 +6,8 @@ use serde_json::Value;
 
 use super::literal::literal;
 use super::report::{Note, shown};
+use super::server_files::{self, PLUGIN_ROOT};
 use super::slug::{slug, unique};
-
-/// Claude Code's name for the plugin's own folder in a server's command line.
-const PLUGIN_ROOT: &str = "${CLAUDE_PLUGIN_ROOT}";
 
 /// One server as an eve connection.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +20,11 @@ pub struct Server {
     pub transport: String,
     /// A stdio server's command line, as written.
     argv: Vec<String>,
+    /// Where a stdio server starts, as written (`${CLAUDE_PLUGIN_ROOT}`).
+    cwd: Option<String>,
+    /// The folder of the agent directory `${CLAUDE_PLUGIN_ROOT}` becomes, when not the
+    /// agent directory itself (`claude-plugin`, for a server run from the whole plugin).
+    root: Option<String>,
     /// The rest of the file, without its `[tools]` table.
     body: String,
     /// The environment variables its `${VAR}` references read.
@@ -44,6 +47,40 @@ pub struct Servers {
 }
 
 impl Server {
+    /// A stdio server's command line as written (`${CLAUDE_PLUGIN_ROOT}` in it).
+    pub fn argv(&self) -> &[String] {
+        &self.argv
+    }
+
+    /// Where a stdio server starts, as written.
+    pub fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
+    /// Makes `${CLAUDE_PLUGIN_ROOT}` the folder `folder` of the agent directory.
+    pub fn set_root(&mut self, folder: &str) {
+        self.root = Some(folder.to_string());
+    }
+
+    /// `text` with `${CLAUDE_PLUGIN_ROOT}` made `root` and the folder [`Server::set_root`]
+    /// gave (for showing a command line: `root` is the agent directory's path).
+    pub fn resolved(&self, text: &str, root: &str) -> String {
+        let root = match &self.root {
+            Some(folder) => format!("{root}/{folder}"),
+            None => root.to_string(),
+        };
+        text.replace(PLUGIN_ROOT, &root)
+    }
+
+    /// Makes the element `index` of the command line `value` (a relative path that
+    /// names a file of the plugin, made `${CLAUDE_PLUGIN_ROOT}/…`), saying why in `note`.
+    pub fn rewrite(&mut self, index: usize, value: String, note: Note) {
+        if let Some(arg) = self.argv.get_mut(index) {
+            *arg = value;
+            self.notes.push(note);
+        }
+    }
+
     /// The connection file, with `[tools] allow` and `block` when given. `up` is how
     /// many folders the agent directory that holds it is below the plugin's files (a
     /// subagent's `{{ agent_dir }}` is its own folder, two below the top agent's).
@@ -59,7 +96,12 @@ impl Server {
             shown(&self.original),
         );
         if !self.argv.is_empty() {
-            let root = format!("{{{{ agent_dir }}}}{}", "/..".repeat(up));
+            let folder = self
+                .root
+                .as_ref()
+                .map(|f| format!("/{f}"))
+                .unwrap_or_default();
+            let root = format!("{{{{ agent_dir }}}}{}{folder}", "/..".repeat(up));
             let parts: Vec<String> = self
                 .argv
                 .iter()
@@ -73,6 +115,10 @@ impl Server {
                 })
                 .collect();
             text.push_str(&format!("command = [{}]\n", parts.join(", ")));
+            if let Some(cwd) = &self.cwd {
+                let cwd = cwd.split(PLUGIN_ROOT).map(literal).collect::<Vec<_>>();
+                text.push_str(&format!("cwd = {}\n", toml_string(&cwd.join(&root))));
+            }
         }
         text.push_str(&self.body);
         let list = |names: &[String]| {
@@ -143,79 +189,123 @@ pub fn read(json: &Value, taken: &dyn Fn(&str) -> bool) -> Servers {
 
 fn server(original: &str, name: &str, config: &Value) -> Result<Server, String> {
     let config = config.as_object().ok_or("its settings are not an object")?;
-    let text = |key: &str| config.get(key).and_then(Value::as_str);
     let transport = transport_of(config)?;
-    let mut notes = Vec::new();
-    let mut variables = Vec::new();
-    let mut command_line = Vec::new();
-    let mut body = String::new();
-    let mut known = vec!["type"];
-    if transport == "stdio" {
-        known.extend(["command", "args", "env"]);
-        let argv = argv_of(config)?;
-        if argv.iter().any(|a| a.contains(PLUGIN_ROOT)) {
-            notes.push(Note::Changed(format!(
-                "`{PLUGIN_ROOT}` → `{{{{ agent_dir }}}}`: copy the files the server needs from the plugin into the agent directory"
-            )));
-        }
-        command_line = argv;
-        let env = values(
-            config.get("env"),
-            "env",
-            crate::compiler::config::is_env_name,
-            &mut variables,
-            &mut notes,
-        )?;
-        if !env.is_empty() {
-            body.push_str(&format!("env = {{ {} }}\n", env.join(", ")));
-        }
+    let mut parts = Parts::default();
+    let known: &[&str] = if transport == "stdio" {
+        stdio(config, &mut parts)?;
+        &["type", "command", "args", "env", "cwd"]
     } else {
-        known.extend(["url", "headers"]);
-        let url = text("url").ok_or("its `url` is not a string")?;
-        check_url(url)?;
-        body.push_str(&format!("url = {}\n", toml_string(url)));
-        let header = |n: &str| {
-            reqwest::header::HeaderName::from_bytes(n.as_bytes()).is_ok()
-                && !crate::compiler::connections::RESERVED_HEADERS
-                    .contains(&n.to_ascii_lowercase().as_str())
-        };
-        let headers = values(
-            config.get("headers"),
-            "headers",
-            header,
-            &mut variables,
-            &mut notes,
-        )?;
-        if !headers.is_empty() {
-            body.push_str(&format!("headers = {{ {} }}\n", headers.join(", ")));
-        }
-        if transport == "sse" {
-            notes.push(Note::Changed(
-                "`type: sse`: eve tries streamable HTTP first and falls back to HTTP+SSE by itself"
-                    .into(),
-            ));
-        }
-    }
-    body.push_str(
+        remote(config, transport, &mut parts)?;
+        &["type", "url", "headers"]
+    };
+    parts.body.push_str(
         "# Claude Code starts without a server that fails; so does this agent.\nrequired = false\n",
     );
     for key in config.keys().filter(|k| !known.contains(&k.as_str())) {
-        notes.push(Note::Dropped(format!(
+        parts.notes.push(Note::Dropped(format!(
             "`{}` (not a setting of eve's connections)",
             shown(key)
         )));
     }
-    variables.sort();
-    variables.dedup();
+    parts.variables.sort();
+    parts.variables.dedup();
     Ok(Server {
         name: name.to_string(),
         original: original.to_string(),
         transport: transport.to_string(),
-        argv: command_line,
-        body,
-        variables,
-        notes,
+        argv: parts.argv,
+        cwd: parts.cwd,
+        root: None,
+        body: parts.body,
+        variables: parts.variables,
+        notes: parts.notes,
     })
+}
+
+/// A server's file as it is made.
+#[derive(Default)]
+struct Parts {
+    argv: Vec<String>,
+    cwd: Option<String>,
+    body: String,
+    variables: Vec<String>,
+    notes: Vec<Note>,
+}
+
+/// A stdio server's command line, `cwd` and `env`.
+fn stdio(config: &serde_json::Map<String, Value>, parts: &mut Parts) -> Result<(), String> {
+    parts.argv = argv_of(config)?;
+    parts.cwd = match config.get("cwd") {
+        None => None,
+        Some(Value::String(cwd)) => {
+            check_command_part(cwd)?;
+            Some(cwd.clone())
+        }
+        Some(_) => return Err("its `cwd` is not a string".into()),
+    };
+    if parts
+        .argv
+        .iter()
+        .chain(parts.cwd.iter())
+        .any(|a| a.contains(PLUGIN_ROOT))
+    {
+        parts.notes.push(Note::Changed(format!(
+            "`{PLUGIN_ROOT}` → `{{{{ agent_dir }}}}`: the plugin's files it names are copied into the agent directory"
+        )));
+    }
+    let env = values(
+        config.get("env"),
+        "env",
+        crate::compiler::config::is_env_name,
+        &mut parts.variables,
+        &mut parts.notes,
+    )?;
+    if !env.is_empty() {
+        parts
+            .body
+            .push_str(&format!("env = {{ {} }}\n", env.join(", ")));
+    }
+    Ok(())
+}
+
+/// An HTTP server's `url` and `headers`.
+fn remote(
+    config: &serde_json::Map<String, Value>,
+    transport: &str,
+    parts: &mut Parts,
+) -> Result<(), String> {
+    let url = config
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or("its `url` is not a string")?;
+    check_url(url)?;
+    parts
+        .body
+        .push_str(&format!("url = {}\n", toml_string(url)));
+    let header = |n: &str| {
+        reqwest::header::HeaderName::from_bytes(n.as_bytes()).is_ok()
+            && !crate::compiler::connections::RESERVED_HEADERS
+                .contains(&n.to_ascii_lowercase().as_str())
+    };
+    let headers = values(
+        config.get("headers"),
+        "headers",
+        header,
+        &mut parts.variables,
+        &mut parts.notes,
+    )?;
+    if !headers.is_empty() {
+        parts
+            .body
+            .push_str(&format!("headers = {{ {} }}\n", headers.join(", ")));
+    }
+    if transport == "sse" {
+        parts.notes.push(Note::Changed(
+            "`type: sse`: eve tries streamable HTTP first and falls back to HTTP+SSE by itself"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The transport a server's settings ask for: `stdio`, `http` or `sse`.
@@ -286,6 +376,14 @@ fn check_url(url: &str) -> Result<(), String> {
 /// agent directory) and no other variable: eve keeps variables out of command lines,
 /// which every process can read.
 fn check_command_part(arg: &str) -> Result<(), String> {
+    for named in server_files::named(arg) {
+        if let server_files::Named::Escaping(path) = named {
+            return Err(format!(
+                "its command line reaches outside the plugin (`{}`): eve copies only the plugin's own files, and will not run one from outside the agent directory",
+                shown(&path)
+            ));
+        }
+    }
     if arg.split(PLUGIN_ROOT).any(|p| p.contains("${")) {
         return Err(format!(
             "its command line reads environment variables (`{}`), which eve refuses: command lines are visible to every process; pass them in `env` and let the server read them there",

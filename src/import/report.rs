@@ -38,6 +38,49 @@ pub struct Report {
     pub replaced: Vec<String>,
     /// What a person should look at before running the agent.
     pub check: Vec<String>,
+    /// The commands the first `eve build` runs (stdio servers started to list tools).
+    pub starts: Vec<Start>,
+    /// The agent directory's real path, which `${CLAUDE_PLUGIN_ROOT}` becomes.
+    pub root: String,
+}
+
+/// A stdio server the first `eve build` starts to list its tools: a command of the
+/// plugin's, run on the person's machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Start {
+    pub connection: String,
+    /// As written in the plugin (`${CLAUDE_PLUGIN_ROOT}` in it).
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    /// The subagents given a copy of the connection, each started as well.
+    pub copies: Vec<String>,
+}
+
+impl Start {
+    /// The command line as a shell would take it, `${CLAUDE_PLUGIN_ROOT}` made `root`.
+    pub fn line(&self, root: &str) -> String {
+        let words: Vec<String> = self
+            .argv
+            .iter()
+            .map(|a| crate::text::shell_word(&a.replace(super::server_files::PLUGIN_ROOT, root)))
+            .collect();
+        let mut line = words.join(" ");
+        if let Some(cwd) = &self.cwd {
+            let cwd = cwd.replace(super::server_files::PLUGIN_ROOT, root);
+            line = format!("(in {}) {line}", crate::text::shell_word(&cwd));
+        }
+        // One line whatever the plugin wrote: a line break or a control character in
+        // an argument is shown escaped, as in the rest of the report.
+        line.chars()
+            .flat_map(|c| {
+                if c.is_control() {
+                    c.escape_default().collect::<Vec<_>>()
+                } else {
+                    vec![c]
+                }
+            })
+            .collect()
+    }
 }
 
 impl Report {
@@ -97,6 +140,7 @@ impl Report {
                 let _ = writeln!(out, "  {path}");
             }
         }
+        self.render_starts(&mut out);
         if !self.check.is_empty() {
             out.push_str("check by hand:\n");
             for line in &self.check {
@@ -104,6 +148,29 @@ impl Report {
             }
         }
         crate::text::for_terminal(&out).into_owned()
+    }
+}
+
+impl Report {
+    /// The commands the first build runs, each on a line, escaped for a shell.
+    fn render_starts(&self, out: &mut String) {
+        if self.starts.is_empty() {
+            return;
+        }
+        out.push_str(
+            "the first `eve build` runs these commands on this machine, to list the servers' tools; each runs in the agent's sandbox, like `bash` (it writes only in the workspace and its own temp and cache folders, where this machine can confine it: `eve doctor` says):\n",
+        );
+        for start in &self.starts {
+            let _ = writeln!(out, "  {}: {}", start.connection, start.line(&self.root));
+            if !start.copies.is_empty() {
+                let names: Vec<String> = start.copies.iter().map(|n| format!("`{n}`")).collect();
+                let _ = writeln!(
+                    out,
+                    "      and once more for the copy of each subagent that has one: {}",
+                    names.join(", ")
+                );
+            }
+        }
     }
 }
 
@@ -126,6 +193,36 @@ pub fn shown(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_the_build_starts_is_shown_as_a_shell_takes_it() {
+        let start = Start {
+            connection: "db".into(),
+            argv: vec![
+                "node".into(),
+                "${CLAUDE_PLUGIN_ROOT}/server.js".into(),
+                "it's\n$HOME".into(),
+            ],
+            cwd: Some("${CLAUDE_PLUGIN_ROOT}".into()),
+            copies: vec!["helper".into()],
+        };
+        assert_eq!(
+            start.line("/a b"),
+            "(in '/a b') node '/a b/server.js' 'it'\\''s\\n$HOME'"
+        );
+        let report = Report {
+            starts: vec![start],
+            root: "/x".into(),
+            ..Report::default()
+        };
+        let text = report.render();
+        assert!(
+            text.contains("the first `eve build` runs these commands"),
+            "{text}"
+        );
+        assert!(text.contains("  db: (in /x) node /x/server.js"), "{text}");
+        assert!(text.contains("subagent that has one: `helper`"), "{text}");
+    }
 
     #[test]
     fn values_from_files_stay_on_one_line() {

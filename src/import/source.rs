@@ -97,8 +97,45 @@ impl Source {
         }
     }
 
+    /// The folder `rel` as a source of its own: what is read through it stays beneath
+    /// that folder (a link inside leading back up to its parent is refused). The folder
+    /// is the one resolved beneath this source, held open: never looked up again by path.
+    pub fn sub(&self, rel: &str) -> Result<Source, String> {
+        let found = self.resolve(rel)?;
+        match found.entry {
+            Entry::Dir => {}
+            Entry::Missing => return Err("does not exist".into()),
+            Entry::File(_) => return Err("is a file, not a folder".into()),
+            Entry::Other(kind) => return Err(format!("is {}", beneath::describe(kind))),
+        }
+        let level = found.levels[found.levels.len() - 1].clone();
+        Ok(Source {
+            root: Root {
+                path: found.path(&self.root.path),
+                level: beneath::Level {
+                    name: OsString::new(),
+                    ..level
+                },
+            },
+            shown: if rel.is_empty() {
+                self.shown.clone()
+            } else {
+                format!("{}/{rel}", self.shown.trim_end_matches('/'))
+            },
+            read: std::cell::Cell::new(self.read.get()),
+            looked: std::cell::Cell::new(self.looked.get()),
+        })
+    }
+
     /// The bytes of the regular file `rel`, at most `max` of them.
     pub fn read(&self, rel: &str, max: u64) -> Result<Vec<u8>, String> {
+        self.read_file(rel, max).map(|(bytes, _)| bytes)
+    }
+
+    /// The bytes of the regular file `rel`, at most `max` of them, and whether it is
+    /// executable (a server's program keeps that when it is copied).
+    pub fn read_file(&self, rel: &str, max: u64) -> Result<(Vec<u8>, bool), String> {
+        use std::os::unix::fs::PermissionsExt as _;
         let found = self.resolve(rel)?;
         let file = match found.entry {
             Entry::File(file) => file,
@@ -106,10 +143,8 @@ impl Source {
             Entry::Dir => return Err("is a folder".into()),
             Entry::Other(kind) => return Err(format!("is {}", beneath::describe(kind))),
         };
-        let size = file
-            .metadata()
-            .map_err(|e| format!("cannot read: {e}"))?
-            .len();
+        let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+        let (size, executable) = (meta.len(), meta.permissions().mode() & 0o111 != 0);
         if size > max {
             return Err(format!("is too large ({size} bytes; the limit is {max})"));
         }
@@ -126,7 +161,7 @@ impl Source {
             return Err(format!("is too large (over {max} bytes)"));
         }
         self.read.set(self.read.get() + bytes.len() as u64);
-        Ok(bytes)
+        Ok((bytes, executable))
     }
 
     /// The UTF-8 text of `rel`, at most [`crate::textfile::MAX_FILE_BYTES`] (what eve
@@ -240,5 +275,42 @@ mod tests {
             source.list("skills").unwrap().names,
             ["a.md", "fifo", "in.md", "out.md", "outdir", "up"]
         );
+    }
+
+    #[test]
+    fn a_sub_folder_is_a_source_that_nothing_leaves() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("plugins/a/bin")).unwrap();
+        std::fs::create_dir_all(dir.path().join("plugins/b")).unwrap();
+        std::fs::write(dir.path().join("plugins/b/secret"), "b's").unwrap();
+        std::fs::write(dir.path().join("plugins/a/bin/run"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            dir.path().join("plugins/a/bin/run"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("../b/secret", dir.path().join("plugins/a/peek")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("plugins/b"),
+            dir.path().join("plugins/a/abs"),
+        )
+        .unwrap();
+        let market = Source::open(dir.path()).unwrap();
+        // Inside the marketplace, the link is followed; inside the plugin, it leads out.
+        assert_eq!(market.read("plugins/a/peek", 10).unwrap(), b"b's");
+        let plugin = market.sub("plugins/a").unwrap();
+        assert!(plugin.read("peek", 10).unwrap_err().contains("outside"));
+        assert!(matches!(plugin.kind("abs"), Kind::Refused(_)));
+        assert_eq!(
+            plugin.read_file("bin/run", 100).unwrap(),
+            (b"#!/bin/sh\n".to_vec(), true)
+        );
+        assert_eq!(
+            plugin.path(),
+            dir.path().canonicalize().unwrap().join("plugins/a")
+        );
+        assert!(market.sub("plugins/a/bin/run").is_err());
+        assert!(market.sub("nowhere").is_err());
     }
 }

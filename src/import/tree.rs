@@ -18,6 +18,8 @@ use crate::tools::beneath::{self, Entry, Refusal, Root};
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tree {
     files: BTreeMap<String, Vec<u8>>,
+    /// The files written executable (a server's program, a skill's script).
+    executable: std::collections::BTreeSet<String>,
 }
 
 /// Whether `path` is a relative path of plain names eve may write.
@@ -36,7 +38,41 @@ impl Tree {
             bail!("refusing to write `{path}`: not a path inside the agent directory");
         }
         self.files.insert(path.to_string(), contents.into());
+        self.executable.remove(path);
         Ok(())
+    }
+
+    /// Adds a file, executable when `executable` (as the file it copies was).
+    pub fn add_copy(
+        &mut self,
+        path: &str,
+        contents: impl Into<Vec<u8>>,
+        executable: bool,
+    ) -> anyhow::Result<()> {
+        self.add(path, contents)?;
+        if executable {
+            self.executable.insert(path.to_string());
+        }
+        Ok(())
+    }
+
+    /// Whether a file is planned at `path`.
+    pub fn has(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
+    /// Whether a file is planned below the folder `dir`.
+    pub fn has_below(&self, dir: &str) -> bool {
+        let prefix = format!("{dir}/");
+        self.files
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(p, _)| p.starts_with(&prefix))
+    }
+
+    /// Whether nothing is planned.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
     }
 
     /// Every file, by path.
@@ -94,7 +130,11 @@ impl Tree {
                 &*parent,
                 name.as_os_str(),
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o644),
+                Mode::from_raw_mode(if self.executable.contains(path) {
+                    0o755
+                } else {
+                    0o644
+                }),
             )
             .with_context(|| format!("cannot create `{path}`"))?;
             std::fs::File::from(fd)
@@ -171,6 +211,25 @@ mod tests {
         let error = tree.write(dir.path(), true).unwrap_err().to_string();
         assert!(error.contains("leads outside"), "{error}");
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_copied_program_stays_executable() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let mut tree = Tree::default();
+        tree.add_copy("bin/server", "#!/bin/sh\n", true).unwrap();
+        tree.add_copy("bin/README", "x", false).unwrap();
+        assert!(tree.has("bin/server") && tree.has_below("bin") && !tree.has_below("bi"));
+        tree.write(dir.path(), false).unwrap();
+        let mode = |p: &str| {
+            std::fs::metadata(dir.path().join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+        };
+        assert_ne!(mode("bin/server") & 0o111, 0);
+        assert_eq!(mode("bin/README") & 0o111, 0);
     }
 
     #[test]

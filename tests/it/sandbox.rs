@@ -60,7 +60,7 @@ fn bash(command: &str) -> String {
     )
 }
 
-fn supported() -> bool {
+pub fn supported() -> bool {
     let out = eve().arg("doctor").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     if text.contains("Landlock: not available") || text.contains("mount namespace: not") {
