@@ -105,7 +105,7 @@ fn sixty_thousand_unknown_keys_print_ten_and_a_count() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(out.stderr.matches("error[E0003]: unknown key `").count(), 3);
     assert!(out.stderr.ends_with(
-        "… and 59,997 more E0003 errors (eve build --verbose shows all)\nerror: could not build `{}`: 60000 errors\n"
+        "… and 59,997 more E0003 errors (eve build --verbose shows all)\nerror: could not build `{}`: 60,000 errors\n"
             .replace("{}", &eve::compiler::agent_name(tmp.path()))
             .as_str()
     ), "{}", out.stderr);
@@ -124,7 +124,7 @@ fn sixty_thousand_unknown_keys_print_ten_and_a_count() {
             .contains("error[E0003]: … and 59,990 more like this\n --> agent.toml\n")
     );
     assert!(
-        verbose.stderr.ends_with(": 60000 errors\n"),
+        verbose.stderr.ends_with(": 60,000 errors\n"),
         "{}",
         verbose.stderr
     );
