@@ -483,7 +483,7 @@ impl Loader {
                     prefix: self.prefix.clone(),
                     boundary: boundary.clone(),
                     within: if linked.is_some() {
-                        "the folder the skill's link leads to"
+                        "the linked skill's folder"
                     } else {
                         self.within
                     },

@@ -177,6 +177,10 @@ fn a_skill_linked_from_a_library_outside_the_agent_builds_and_the_model_reads_it
     );
     let manifest = std::fs::read_to_string(agent.dir.join(".eve/manifest.json")).unwrap();
     assert!(!manifest.contains("hunter2") && !manifest.contains("skills/notes"));
+    insta::assert_snapshot!(
+        "linked_skill_build",
+        common::mask_time(&out.stderr).replace(agent.base.to_str().unwrap(), "[base]")
+    );
 
     let checklist = library.join("review/checklist.md");
     std::fs::write(
