@@ -96,6 +96,7 @@ pub fn compile(
             },
             sandbox: Sandbox::default(),
             providers: inherited.map(|i| i.providers.clone()).unwrap_or_default(),
+            reasoning: None,
         },
         instructions_env: Vec::new(),
         env_key_errors: Vec::new(),
@@ -155,6 +156,7 @@ fn read_agent(
     let parent = inherited.filter(|_| !model_written);
     let max_output_written = read_limits(root, &mut config.agent.limits, parent);
     read_compaction(root, &mut config.agent, &declared, agent_dir);
+    reasoning::read(root, &mut config.agent, config.api);
     read_workspace(root, &mut config.agent.workspace);
     if let Some(mut sandbox) = root.table("sandbox") {
         if inherited.is_some() {
@@ -809,6 +811,8 @@ pub fn is_env_name(name: &str) -> bool {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
+
+mod reasoning;
 
 #[cfg(test)]
 mod tests;

@@ -31,6 +31,7 @@ pub mod code {
     pub const WRITABLE_NOT_FOUND: &str = "E0110";
     pub const SUBAGENT_SANDBOX: &str = "W0111";
     pub const CREDENTIALS_IN_URL: &str = "E0104";
+    pub const CANNOT_REASON: &str = "E0112";
 
     pub const UNKNOWN_TOOL: &str = "E0201";
     pub const INVALID_TOOL_SLUG: &str = "E0202";
@@ -124,6 +125,7 @@ pub mod code {
         WRITABLE_NOT_FOUND,
         SUBAGENT_SANDBOX,
         CREDENTIALS_IN_URL,
+        CANNOT_REASON,
         UNKNOWN_TOOL,
         INVALID_TOOL_SLUG,
         DISABLED_WITH_KEYS,

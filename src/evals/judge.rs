@@ -126,6 +126,7 @@ pub async fn judge(
         tools: Vec::new(),
         max_output_tokens: 1024,
         temperature: Some(0.0),
+        reasoning: None,
     };
     let (passed, actual) = match ask(resolved.provider.as_ref(), &request).await {
         Ok(text) => verdict(&text),

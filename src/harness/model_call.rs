@@ -49,6 +49,7 @@ impl Harness {
                 tools: self.registry.specs(),
                 max_output_tokens: self.setup.manifest.agent.limits.max_output_tokens,
                 temperature: None,
+                reasoning: self.setup.manifest.agent.reasoning,
             },
             emitter: self.emitter.clone(),
             retry: self.setup.retry,

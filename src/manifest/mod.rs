@@ -117,6 +117,72 @@ pub struct Agent {
     pub sandbox: Sandbox,
     /// Extra providers from `[providers.NAME]`.
     pub providers: BTreeMap<String, Provider>,
+    /// `[reasoning]`: how hard a reasoning model thinks; absent, the provider's default
+    /// (no extended thinking for Anthropic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+}
+
+/// `[reasoning]` of `agent.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// How much to think; `medium` when only `budget_tokens` is written.
+    pub effort: Effort,
+    /// Anthropic's extended thinking budget, in tokens; absent, the effort's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
+}
+
+/// How much a reasoning model thinks before it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+/// The smallest thinking budget Anthropic accepts.
+pub const MIN_THINKING_BUDGET: u64 = 1024;
+
+impl Reasoning {
+    /// The thinking budget of an Anthropic request: the one written, or the effort's
+    /// (1,024 / 4,096 / 10,000 / 32,000 tokens, Claude Code's "think" steps).
+    pub fn budget(&self) -> u64 {
+        self.budget_tokens.unwrap_or(match self.effort {
+            Effort::Minimal => MIN_THINKING_BUDGET,
+            Effort::Low => 4_096,
+            Effort::Medium => 10_000,
+            Effort::High => 32_000,
+        })
+    }
+}
+
+impl Effort {
+    /// The words `agent.toml` writes.
+    pub const NAMES: &[&str] = &["minimal", "low", "medium", "high"];
+
+    /// The effort named `name`.
+    pub fn parse(name: &str) -> Option<Effort> {
+        Some(match name {
+            "minimal" => Effort::Minimal,
+            "low" => Effort::Low,
+            "medium" => Effort::Medium,
+            "high" => Effort::High,
+            _ => return None,
+        })
+    }
+
+    /// Its word, as OpenAI's `reasoning_effort` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
 }
 
 /// Whether a session ends after a turn or waits for the next message.

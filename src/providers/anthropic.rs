@@ -103,12 +103,18 @@ impl AnthropicDecoder {
             }
             "message_stop" => {
                 self.stopped = true;
-                if self.server_blocks {
+                // Signed thinking must go back exactly as it came while the model uses
+                // tools (the API refuses it changed, and the model loses its chain of
+                // thought without it); server tools' blocks too. The reply is then kept
+                // as the API sent it.
+                let thought = self.raw.values().any(|(b, _)| signed_thinking(b));
+                if self.server_blocks || thought {
                     let blocks: Vec<Value> = std::mem::take(&mut self.raw)
                         .into_values()
                         .map(|(block, _)| block)
                         .filter(|b| {
                             !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
+                                || signed_thinking(b)
                         })
                         .collect();
                     out.extend(server_tool_events(&blocks));
@@ -171,6 +177,20 @@ impl AnthropicDecoder {
             Some("input_json_delta") => {
                 json.push_str(delta["partial_json"].as_str().unwrap_or_default())
             }
+            Some("thinking_delta") => {
+                let piece = delta["thinking"].as_str().unwrap_or_default();
+                if let Some(fields) = block.as_object_mut() {
+                    match fields.get_mut("thinking") {
+                        Some(Value::String(text)) => text.push_str(piece),
+                        _ => {
+                            fields.insert("thinking".into(), Value::String(piece.to_string()));
+                        }
+                    }
+                }
+            }
+            Some("signature_delta") => {
+                block["signature"] = delta["signature"].clone();
+            }
             Some("citations_delta") => {
                 if !block["citations"].is_array() {
                     block["citations"] = Value::Array(Vec::new());
@@ -201,6 +221,15 @@ impl AnthropicDecoder {
                 expected: "message_stop",
             })
         }
+    }
+}
+
+/// A thinking block the API signed (so it wants it back), or a redacted one.
+fn signed_thinking(block: &Value) -> bool {
+    match block["type"].as_str() {
+        Some("thinking") => block["signature"].as_str().is_some_and(|s| !s.is_empty()),
+        Some("redacted_thinking") => block["data"].is_string(),
+        _ => false,
     }
 }
 
@@ -406,14 +435,23 @@ struct ErrorBody {
 /// content block of the conversation carry `cache_control`, so each step reads the
 /// whole previous prefix from the prompt cache and writes the new one.
 pub fn request_body(request: &ModelRequest) -> Value {
+    let thinking = request.reasoning.is_some();
     let mut messages: Vec<Value> = Vec::new();
     for message in &request.messages {
         let (role, blocks) = match message {
             Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
             Message::Assistant {
                 provider_blocks: Some(blocks),
-                ..
-            } if !blocks.is_empty() => ("assistant", blocks.clone()),
+                text,
+                tool_calls,
+            } if !blocks.is_empty() => {
+                let kept = kept_blocks(blocks, thinking);
+                if kept.is_empty() {
+                    ("assistant", assistant_blocks(text, tool_calls))
+                } else {
+                    ("assistant", kept)
+                }
+            }
             Message::Assistant {
                 text, tool_calls, ..
             } => ("assistant", assistant_blocks(text, tool_calls)),
@@ -450,6 +488,12 @@ pub fn request_body(request: &ModelRequest) -> Value {
         "stream": true,
         "messages": messages,
     });
+    if let Some(reasoning) = &request.reasoning {
+        // The budget comes out of `max_tokens`: raised by it, the reply keeps its room.
+        let budget = reasoning.budget();
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        body["max_tokens"] = json!(request.max_output_tokens.saturating_add(budget));
+    }
     if !request.system.is_empty() {
         body["system"] = json!([{
             "type": "text",
@@ -471,6 +515,26 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body["temperature"] = json!(temperature);
     }
     body
+}
+
+/// The blocks of a reply kept as the API sent it, for a request with extended thinking
+/// on (`thinking`) or off: without it, its thinking blocks are left out (the API only
+/// takes them back from a model that is thinking).
+fn kept_blocks(blocks: &[Value], thinking: bool) -> Vec<Value> {
+    blocks
+        .iter()
+        .filter(|b| {
+            thinking || !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The beta header a request needs: thinking between tool calls (interleaved thinking)
+/// when the model thinks and may call tools.
+pub fn beta_header(request: &ModelRequest) -> Option<&'static str> {
+    (request.reasoning.is_some() && !request.tools.is_empty())
+        .then_some("interleaved-thinking-2025-05-14")
 }
 
 /// The blocks of an assistant message eve built (no provider blocks kept): its text and
@@ -781,6 +845,14 @@ data: {"type":"message_stop"}
                     cache_write_tokens: 0,
                 }),
                 StreamEvent::Finish(FinishReason::ToolUse),
+                // Signed and redacted thinking go back exactly as they came.
+                StreamEvent::OpaqueReply(vec![
+                    json!({"type": "thinking", "thinking": "I need to read both files before answering.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}),
+                    json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"}),
+                    json!({"type": "text", "text": "Reading both."}),
+                    json!({"type": "tool_use", "id": "toolu_A", "name": "read_file", "input": {"path": "Cargo.toml"}}),
+                    json!({"type": "tool_use", "id": "toolu_B", "name": "read_file", "input": {"path": "src/lib.rs"}}),
+                ]),
             ]
         );
         assert_eq!(
@@ -790,6 +862,113 @@ data: {"type":"message_stop"}
                 (1, json!({"path": "src/lib.rs"}))
             ]
             .into()
+        );
+    }
+
+    fn thinking_request(reasoning: Option<crate::manifest::Reasoning>) -> ModelRequest {
+        let thought = vec![
+            json!({"type": "thinking", "thinking": "Read it first.", "signature": "sig-1"}),
+            json!({"type": "redacted_thinking", "data": "opaque"}),
+            json!({"type": "tool_use", "id": "toolu_A", "name": "read_file", "input": {"path": "a"}}),
+        ];
+        ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: String::new(),
+            messages: vec![
+                Message::User { text: "go".into() },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "toolu_A".into(),
+                        name: "read_file".into(),
+                        input: json!({"path": "a"}),
+                    }],
+                    provider_blocks: Some(thought),
+                },
+                Message::Tool {
+                    results: vec![ToolResult {
+                        call_id: "toolu_A".into(),
+                        name: "read_file".into(),
+                        content: "text".into(),
+                        is_error: false,
+                        images: Vec::new(),
+                    }],
+                },
+            ],
+            tools: vec![crate::providers::request::ToolSpec {
+                name: "read_file".into(),
+                description: "Reads".into(),
+                input_schema: json!({"type": "object"}),
+                kind: ToolKind::Function,
+            }],
+            max_output_tokens: 8192,
+            temperature: None,
+            reasoning,
+        }
+    }
+
+    #[test]
+    fn extended_thinking_asks_for_its_budget_and_sends_signed_thinking_back() {
+        let reasoning = crate::manifest::Reasoning {
+            effort: crate::manifest::Effort::High,
+            budget_tokens: None,
+        };
+        let request = thinking_request(Some(reasoning));
+        let body = request_body(&request);
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 32000})
+        );
+        assert_eq!(body["max_tokens"], 8192 + 32000);
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "thinking", "thinking": "Read it first.", "signature": "sig-1"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "tool_use", "id": "toolu_A", "name": "read_file", "input": {"path": "a"}},
+            ])
+        );
+        assert_eq!(
+            beta_header(&request),
+            Some("interleaved-thinking-2025-05-14")
+        );
+        // Without `[reasoning]` nothing of thinking is asked for or sent back.
+        let plain = thinking_request(None);
+        let body = request_body(&plain);
+        assert!(body.get("thinking").is_none());
+        assert_eq!(body["max_tokens"], 8192);
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"type": "tool_use", "id": "toolu_A", "name": "read_file", "input": {"path": "a"}}])
+        );
+        assert_eq!(beta_header(&plain), None);
+    }
+
+    #[test]
+    fn unsigned_thinking_alone_keeps_no_reply_blocks() {
+        let body = r#"event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+"#;
+        let (events, end) = decode(body);
+        end.unwrap();
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::OpaqueReply(_))),
+            "{events:?}"
         );
     }
 

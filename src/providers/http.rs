@@ -83,6 +83,9 @@ impl HttpProvider {
         let (body, decoder) = match self.api {
             Api::Anthropic => {
                 builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+                if let Some(beta) = anthropic::beta_header(request) {
+                    builder = builder.header("anthropic-beta", beta);
+                }
                 if let Some(key) = &self.api_key {
                     builder = builder.header("x-api-key", key);
                 }
@@ -269,6 +272,7 @@ mod tests {
             tools: Vec::new(),
             max_output_tokens: 10,
             temperature: None,
+            reasoning: None,
         };
         let Err(error) = provider.stream(&request).await else {
             panic!("nothing listens on port {port}");

@@ -380,6 +380,11 @@ pub fn request_body(request: &ModelRequest, flavour: Flavour) -> Value {
     if let Some(temperature) = request.temperature {
         body["temperature"] = json!(temperature);
     }
+    // `reasoning_effort`, as OpenAI's reasoning models and the servers that follow them
+    // (vLLM, OpenRouter) take it; their reasoning text is shown, never sent back.
+    if let Some(reasoning) = &request.reasoning {
+        body["reasoning_effort"] = json!(reasoning.effort.name());
+    }
     body
 }
 
@@ -825,5 +830,30 @@ data: {"error":{"message":"The server had an error while processing your request
         }
         assert_eq!(decoder.on_data("").unwrap(), vec![]);
         assert_eq!(decoder.on_data("{}").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn reasoning_is_asked_for_as_reasoning_effort() {
+        let mut request = ModelRequest {
+            model: "o4-mini".into(),
+            system: String::new(),
+            messages: vec![Message::User { text: "hi".into() }],
+            tools: Vec::new(),
+            max_output_tokens: 100,
+            temperature: None,
+            reasoning: None,
+        };
+        assert!(
+            request_body(&request, Flavour::OpenAi)
+                .get("reasoning_effort")
+                .is_none()
+        );
+        request.reasoning = Some(crate::manifest::Reasoning {
+            effort: crate::manifest::Effort::Low,
+            budget_tokens: None,
+        });
+        let body = request_body(&request, Flavour::OpenAi);
+        assert_eq!(body["reasoning_effort"], "low");
+        assert_eq!(body["max_completion_tokens"], 100);
     }
 }

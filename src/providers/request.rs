@@ -18,4 +18,8 @@ pub struct ModelRequest {
     /// `None` leaves the provider's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// `[reasoning]`: Anthropic's extended thinking, OpenAI's `reasoning_effort`; `None`
+    /// asks for neither.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<crate::manifest::Reasoning>,
 }

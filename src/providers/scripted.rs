@@ -255,6 +255,7 @@ mod tests {
             tools: vec![],
             max_output_tokens: 100,
             temperature: None,
+            reasoning: None,
         }
     }
 

@@ -23,6 +23,7 @@ mod network;
 mod page;
 mod processes;
 mod real_world;
+mod reasoning;
 mod restate;
 mod run;
 mod sandbox;

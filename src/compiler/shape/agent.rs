@@ -85,6 +85,26 @@ pub static AGENT: Table = Table::of(&[
         Kind::Table(&SKILLS),
         "How the agent's skills reach the model.",
     ),
+    Key::new(
+        "reasoning",
+        Kind::Table(&REASONING),
+        "How hard a reasoning model thinks before it answers: Anthropic's extended thinking, OpenAI's `reasoning_effort`. Not inherited by subagents.",
+    ),
+]);
+
+/// `[reasoning]`.
+pub static REASONING: Table = Table::of(&[
+    Key::new(
+        "effort",
+        Kind::Enum(crate::manifest::Effort::NAMES),
+        "How much the model thinks: \"minimal\", \"low\", \"medium\" or \"high\". For Anthropic, a thinking budget of 1,024, 4,096, 10,000 or 32,000 tokens.",
+    )
+    .default(D::Str("medium")),
+    Key::new(
+        "budget_tokens",
+        Kind::PositiveInt,
+        "Anthropic only: the extended thinking budget in tokens (at least 1,024), instead of the effort's. eve raises `max_tokens` by it, so the reply keeps `max_output_tokens`.",
+    ),
 ]);
 
 /// `[skills]`.

@@ -1,0 +1,174 @@
+//! Reasoning models (issue 28): `[reasoning]` checked at build time, Anthropic's
+//! extended thinking asked for, and signed thinking sent back unchanged through the
+//! tool loop and across turns, against a mock Messages API on 127.0.0.1.
+
+use serde_json::{Value, json};
+
+use crate::common::agent::Agent;
+use crate::common::eve;
+use crate::common::mock::{MockServer, Reply, anthropic_event, anthropic_reply};
+
+/// An agent on `model` with this `[reasoning]` table and a `read_file` tool.
+fn agent(model: &str, reasoning: &str) -> Agent {
+    Agent::builder()
+        .model(model)
+        .toml(&format!(
+            "default_tools = false\n[limits]\nmax_output_tokens = 1000\n[reasoning]\n{reasoning}"
+        ))
+        .tool("read_file", "")
+        .file("notes.txt", "the notes\n")
+        .build()
+}
+
+fn build(agent: &Agent) -> (i32, String) {
+    let out = eve().arg("build").arg(&agent.dir).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_reasoning_table_is_checked_against_the_model_and_its_api() {
+    for (model, table, expected) in [
+        (
+            "anthropic/claude-sonnet-4-5",
+            "effort = \"hgh\"\n",
+            "error[E0006]: unknown reasoning effort `hgh`",
+        ),
+        (
+            "anthropic/claude-sonnet-4-5",
+            "budget_tokens = 500\n",
+            "`budget_tokens` is 500; Anthropic's smallest thinking budget is 1024",
+        ),
+        (
+            "anthropic/claude-sonnet-4-5",
+            "budget_tokens = 200000\n",
+            "leave no room for the conversation",
+        ),
+        (
+            "openai/o4-mini",
+            "budget_tokens = 2048\n",
+            "`budget_tokens` is Anthropic's extended thinking",
+        ),
+        (
+            "anthropic/claude-3-5-sonnet-latest",
+            "effort = \"high\"\n",
+            "error[E0112]: model `anthropic/claude-3-5-sonnet-latest` cannot reason",
+        ),
+        (
+            "openai/gpt-4.1",
+            "effort = \"low\"\n",
+            "error[E0112]: model `openai/gpt-4.1` cannot reason",
+        ),
+        (
+            "anthropic/claude-sonnet-4-5",
+            "efort = \"low\"\n",
+            "unknown key `reasoning.efort`",
+        ),
+    ] {
+        let agent = agent(model, table);
+        let (code, stderr) = build(&agent);
+        assert_eq!(code, 1, "{model} {table}: {stderr}");
+        assert!(stderr.contains(expected), "{model} {table}: {stderr}");
+    }
+    let typo = agent("anthropic/claude-sonnet-4-5", "effort = \"hgh\"\n");
+    assert!(build(&typo).1.contains("did you mean `high`?"));
+
+    let ok = agent("anthropic/claude-sonnet-4-5", "budget_tokens = 2048\n");
+    let (code, stderr) = build(&ok);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        ok.manifest()["agent"]["reasoning"],
+        json!({"effort": "medium", "budget_tokens": 2048})
+    );
+    let none = Agent::builder().replies("- text: hi\n").build();
+    assert_eq!(build(&none).0, 0);
+    assert!(none.manifest()["agent"].get("reasoning").is_none());
+}
+
+/// A reply that thinks (signed), then calls `read_file` on `notes.txt`.
+fn thinking_then_call() -> Vec<String> {
+    let mut events = anthropic_reply(
+        "",
+        &[("toolu_1", "read_file", json!({"path": "notes.txt"}))],
+        1,
+    );
+    // After `message_start`: a signed thinking block and a redacted one at indices 0 and 1;
+    // the tool call's block moves to index 2.
+    let call: Vec<String> = events
+        .drain(1..)
+        .map(|e| e.replace("\"index\":0", "\"index\":2"))
+        .collect();
+    events.extend([
+        anthropic_event("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})),
+        anthropic_event("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "The notes first."}})),
+        anthropic_event("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "c2lnbmVkLWJ5LWFudGhyb3BpYw=="}})),
+        anthropic_event("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        anthropic_event("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"}})),
+        anthropic_event("content_block_stop", json!({"type": "content_block_stop", "index": 1})),
+    ]);
+    events.extend(call);
+    events
+}
+
+#[test]
+fn signed_thinking_goes_back_unchanged_through_the_tool_loop_and_the_next_turn() {
+    let agent = agent("anthropic/claude-sonnet-4-5", "effort = \"low\"\n");
+    let server = MockServer::start(vec![
+        Reply::Sse(thinking_then_call()),
+        Reply::Sse(anthropic_reply("The notes say hi.", &[], 1)),
+        Reply::Sse(anthropic_reply("Still hi.", &[], 1)),
+    ]);
+    let run = |args: &[&str]| {
+        let out = eve()
+            .arg("run")
+            .arg(&agent.dir)
+            .args(["--workspace", agent.dir.to_str().unwrap()])
+            .args(args)
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-secret")
+            .env("ANTHROPIC_BASE_URL", server.url())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(run(&["-q", "Read the notes"]).contains("The notes say hi."));
+    assert!(run(&["-q", "--continue", "Again"]).contains("Still hi."));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!(
+            request.body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4096})
+        );
+        assert_eq!(request.body["max_tokens"], 1000 + 4096);
+        assert_eq!(
+            request.header("anthropic-beta"),
+            Some("interleaved-thinking-2025-05-14")
+        );
+    }
+    let thought = json!([
+        {"type": "thinking", "thinking": "The notes first.", "signature": "c2lnbmVkLWJ5LWFudGhyb3BpYw=="},
+        {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"},
+        {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "notes.txt"}},
+    ]);
+    // The step after the tool call, and the next turn (replayed from the session log).
+    for request in &requests[1..] {
+        let assistant: Vec<&Value> = request.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .collect();
+        assert_eq!(assistant[0]["content"], thought, "{}", request.body);
+    }
+    // The thinking was shown as reasoning and kept in the log with its signature.
+    let log = std::fs::read_to_string(agent.session_log()).unwrap();
+    assert!(log.contains("c2lnbmVkLWJ5LWFudGhyb3BpYw=="));
+}
