@@ -155,8 +155,8 @@ fn read_agent(
     // A subagent that inherits its parent's model inherits that model's window too.
     let parent = inherited.filter(|_| !model_written);
     let max_output_written = read_limits(root, &mut config.agent.limits, parent);
-    read_compaction(root, &mut config.agent, &declared, agent_dir);
     reasoning::read(root, &mut config.agent, config.api);
+    read_compaction(root, &mut config.agent, &declared, agent_dir, config.api);
     read_workspace(root, &mut config.agent.workspace);
     if let Some(mut sandbox) = root.table("sandbox") {
         if inherited.is_some() {
@@ -304,12 +304,14 @@ fn read_limits(root: &mut TableReader<'_>, l: &mut Limits, parent: Option<&Inher
 }
 
 /// `[compaction]`; without a written `threshold_percent`, the one the limits leave room
-/// for ([`derived_threshold`]).
+/// for ([`derived_threshold`]): the reply's, and Anthropic's thinking budget, which the
+/// request's `max_tokens` holds too.
 fn read_compaction(
     root: &mut TableReader<'_>,
     agent: &mut Agent,
     declared: &[String],
     agent_dir: &std::path::Path,
+    api: Option<Api>,
 ) {
     let toml = root.file();
     let mut threshold_written = false;
@@ -341,8 +343,14 @@ fn read_compaction(
         compaction.finish();
     }
     if !threshold_written {
-        agent.compaction.threshold_percent =
-            derived_threshold(agent.limits.context_window, agent.limits.max_output_tokens);
+        let thinking = match (api, agent.reasoning) {
+            (Some(Api::Anthropic), Some(reasoning)) => reasoning.budget(),
+            _ => 0,
+        };
+        agent.compaction.threshold_percent = derived_threshold(
+            agent.limits.context_window,
+            agent.limits.max_output_tokens.saturating_add(thinking),
+        );
     }
 }
 

@@ -10,10 +10,15 @@ use crate::common::mock::{MockServer, Reply, anthropic_event, anthropic_reply};
 
 /// An agent on `model` with this `[reasoning]` table and a `read_file` tool.
 fn agent(model: &str, reasoning: &str) -> Agent {
+    agent_in(model, "", reasoning)
+}
+
+/// [`agent`], with more `[limits]` keys.
+fn agent_in(model: &str, limits: &str, reasoning: &str) -> Agent {
     Agent::builder()
         .model(model)
         .toml(&format!(
-            "default_tools = false\n[limits]\nmax_output_tokens = 1000\n[reasoning]\n{reasoning}"
+            "default_tools = false\n[limits]\nmax_output_tokens = 1000\n{limits}[reasoning]\n{reasoning}"
         ))
         .tool("read_file", "")
         .file("notes.txt", "the notes\n")
@@ -30,44 +35,58 @@ fn build(agent: &Agent) -> (i32, String) {
 
 #[test]
 fn the_reasoning_table_is_checked_against_the_model_and_its_api() {
-    for (model, table, expected) in [
+    for (model, limits, table, expected) in [
         (
             "anthropic/claude-sonnet-4-5",
+            "",
             "effort = \"hgh\"\n",
             "error[E0006]: unknown reasoning effort `hgh`",
         ),
         (
             "anthropic/claude-sonnet-4-5",
+            "",
             "budget_tokens = 500\n",
             "`budget_tokens` is 500; Anthropic's smallest thinking budget is 1024",
         ),
         (
             "anthropic/claude-sonnet-4-5",
+            "",
             "budget_tokens = 200000\n",
             "leave no room for the conversation",
         ),
         (
             "openai/o4-mini",
+            "",
             "budget_tokens = 2048\n",
             "`budget_tokens` is Anthropic's extended thinking",
         ),
         (
             "anthropic/claude-3-5-sonnet-latest",
+            "",
             "effort = \"high\"\n",
             "error[E0112]: model `anthropic/claude-3-5-sonnet-latest` cannot reason",
         ),
         (
             "openai/gpt-4.1",
+            "",
             "effort = \"low\"\n",
             "error[E0112]: model `openai/gpt-4.1` cannot reason",
         ),
         (
             "anthropic/claude-sonnet-4-5",
+            "context_window = 32000\n",
+            // `high` is a 32,000-token budget: more than this window holds.
+            "effort = \"high\"\n",
+            "the thinking budget (32000) and `max_output_tokens` (1000) leave no room",
+        ),
+        (
+            "anthropic/claude-sonnet-4-5",
+            "",
             "efort = \"low\"\n",
             "unknown key `reasoning.efort`",
         ),
     ] {
-        let agent = agent(model, table);
+        let agent = agent_in(model, limits, table);
         let (code, stderr) = build(&agent);
         assert_eq!(code, 1, "{model} {table}: {stderr}");
         assert!(stderr.contains(expected), "{model} {table}: {stderr}");
@@ -81,6 +100,23 @@ fn the_reasoning_table_is_checked_against_the_model_and_its_api() {
     assert_eq!(
         ok.manifest()["agent"]["reasoning"],
         json!({"effort": "medium", "budget_tokens": 2048})
+    );
+    // Compaction leaves room for the thinking too: 200,000 − 1,000 − 2,048 is under 90 %
+    // only for a smaller window, so here the default stands; in a 20,000-token one it
+    // starts at (20,000 − 3,048) / 20,000.
+    assert_eq!(
+        ok.manifest()["agent"]["compaction"]["threshold_percent"],
+        0.9
+    );
+    let small = agent_in(
+        "anthropic/claude-sonnet-4-5",
+        "context_window = 20000\n",
+        "budget_tokens = 2048\n",
+    );
+    assert_eq!(build(&small).0, 0);
+    assert_eq!(
+        small.manifest()["agent"]["compaction"]["threshold_percent"],
+        (20_000.0 - 3_048.0) / 20_000.0
     );
     let none = Agent::builder().replies("- text: hi\n").build();
     assert_eq!(build(&none).0, 0);

@@ -39,8 +39,9 @@ pub fn read(root: &mut TableReader<'_>, agent: &mut Agent, api: Option<Api>) {
             }
         }
     }
+    let mut budget_span = None;
     if let Some(budget) = table.positive_int("budget_tokens") {
-        let limits = &agent.limits;
+        budget_span = budget.span.clone();
         let problem = if api == Some(Api::Openai) {
             Some((
                 "`budget_tokens` is Anthropic's extended thinking: an OpenAI-style API takes only `effort`".to_string(),
@@ -53,14 +54,6 @@ pub fn read(root: &mut TableReader<'_>, agent: &mut Agent, api: Option<Api>) {
                     budget.value
                 ),
                 format!("set `budget_tokens = {MIN_THINKING_BUDGET}` or more"),
-            ))
-        } else if budget.value.saturating_add(limits.max_output_tokens) >= limits.context_window {
-            Some((
-                format!(
-                    "`budget_tokens` ({}) and `max_output_tokens` ({}) leave no room for the conversation in the {}-token `context_window`",
-                    budget.value, limits.max_output_tokens, limits.context_window
-                ),
-                "eve asks for `max_tokens` = `budget_tokens` + `max_output_tokens`: lower the budget or raise `[limits] context_window`".to_string(),
             ))
         } else {
             None
@@ -88,6 +81,25 @@ pub fn read(root: &mut TableReader<'_>, agent: &mut Agent, api: Option<Api>) {
             .help("choose a reasoning model (`anthropic/claude-sonnet-4-5`, `openai/o4-mini`, `openai/gpt-5`), or remove `[reasoning]`"),
         );
         return;
+    }
+    let limits = &agent.limits;
+    let thinking = reasoning.budget();
+    if ok
+        && api == Some(Api::Anthropic)
+        && thinking.saturating_add(limits.max_output_tokens) >= limits.context_window
+    {
+        ok = false;
+        toml.report(
+            Diagnostic::error(
+                code::INVALID_VALUE,
+                format!(
+                    "the thinking budget ({thinking}) and `max_output_tokens` ({}) leave no room for the conversation in the {}-token `context_window`",
+                    limits.max_output_tokens, limits.context_window
+                ),
+            )
+            .at(&toml.src, budget_span.or(table_span))
+            .help("eve asks for `max_tokens` = the budget + `max_output_tokens`: lower `effort` or `budget_tokens`, or raise `[limits] context_window`"),
+        );
     }
     if ok {
         agent.reasoning = Some(reasoning);
