@@ -467,7 +467,9 @@ fn defaults_are_the_compilers() {
         let file = Loaded {
             path: "agent.toml".into(),
             display: "agent.toml".into(),
-            text: "model = \"openai/x\"\n[providers.p]\nbase_url = \"http://h\"\n".into(),
+            // An empty `[reasoning]`: its defaults apply only when it is written.
+            text: "model = \"openai/x\"\n[providers.p]\nbase_url = \"http://h\"\n[reasoning]\n"
+                .into(),
         };
         let config = config::compile(
             &AgentToml::File(file),
