@@ -66,7 +66,15 @@ pub struct TextRenderer<O: Write, E: Write> {
     out_tty: bool,
     err_tty: bool,
     color: bool,
+    /// The model's reasoning of this step so far, shown on `err` when its reply or its
+    /// tool calls begin (a stream of small pieces is one block, not a line each).
+    reasoning: String,
 }
+
+/// The most lines of a step's reasoning shown; the rest is counted.
+const REASONING_LINES: usize = 12;
+/// The most of a step's reasoning kept to show, in bytes.
+const REASONING_BYTES: usize = 16 * 1024;
 
 /// How a line on stderr is coloured (when colour is on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +122,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
             out_tty: options.out_tty,
             err_tty: options.err_tty,
             color: options.color,
+            reasoning: String::new(),
         }
     }
 
@@ -178,10 +187,20 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
             EventKind::StepStarted { .. } => {
                 self.end_text_line();
                 self.step_printed_text = false;
+                self.reasoning.clear();
                 self.spin("thinking…");
             }
-            EventKind::MessageAppended { text, .. } => self.message(text),
+            EventKind::ReasoningAppended { text, .. }
+                if !self.quiet && self.reasoning.len() < REASONING_BYTES =>
+            {
+                self.reasoning.push_str(text);
+            }
+            EventKind::MessageAppended { text, .. } => {
+                self.show_reasoning();
+                self.message(text);
+            }
             EventKind::ActionsRequested { actions, .. } if !self.quiet => {
+                self.show_reasoning();
                 for action in actions {
                     self.note_in(Tone::Call, &action_line(&action.name, &action.input));
                 }
@@ -201,7 +220,10 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 },
                 &result_line(name, output, *is_error, *duration_ms),
             ),
-            EventKind::StepCompleted { .. } => self.stop_spinner(),
+            EventKind::StepCompleted { .. } => {
+                self.show_reasoning();
+                self.stop_spinner();
+            }
             EventKind::InputRequested { .. } => {
                 self.stop_spinner();
                 self.end_text_line();
@@ -241,6 +263,34 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
         }
     }
 
+    /// The step's reasoning so far, once, dim on `err` (`✻ ` then `│ ` before each
+    /// line; at most [`REASONING_LINES`] lines, the rest counted): never on `out`, which
+    /// holds the answer alone.
+    fn show_reasoning(&mut self) {
+        let reasoning = std::mem::take(&mut self.reasoning);
+        let lines: Vec<&str> = reasoning
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .collect();
+        if lines.is_empty() {
+            return;
+        }
+        let mut block: Vec<String> = lines
+            .iter()
+            .take(REASONING_LINES)
+            .enumerate()
+            .map(|(i, l)| format!("{} {l}", if i == 0 { "✻" } else { "│" }))
+            .collect();
+        if lines.len() > REASONING_LINES {
+            block.push(format!(
+                "│ … {} more lines of reasoning",
+                lines.len() - REASONING_LINES
+            ));
+        }
+        self.note_in(Tone::Result, &block.join("\n"));
+    }
+
     /// A piece of the model's reply, to `out`.
     fn message(&mut self, text: &str) {
         self.stop_spinner();
@@ -265,6 +315,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
             ""
         };
         self.step_printed_text = false;
+        self.reasoning.clear();
         self.note_in(
             Tone::Warning,
             &format!(
@@ -461,6 +512,55 @@ mod tests {
             usage_reported: true,
             pending: None,
         }
+    }
+
+    #[test]
+    fn reasoning_shows_once_a_step_on_stderr_before_the_reply_and_never_on_stdout() {
+        let reasoning = |text: &str| {
+            event(EventKind::ReasoningAppended {
+                turn_id: "t".into(),
+                step: 1,
+                text: text.into(),
+            })
+        };
+        let render = |quiet: bool, pieces: &[&str]| {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            {
+                let options = Options {
+                    quiet,
+                    err_tty: true,
+                    ..Options::default()
+                };
+                let mut console = TextRenderer::new(&options, &mut out, &mut err);
+                for piece in pieces {
+                    console.event(&reasoning(piece));
+                }
+                for text in ["The answer", "."] {
+                    console.event(&event(EventKind::MessageAppended {
+                        turn_id: "t".into(),
+                        step: 1,
+                        text: text.into(),
+                    }));
+                }
+            }
+            (
+                String::from_utf8(out).unwrap(),
+                String::from_utf8(err).unwrap(),
+            )
+        };
+        let (out, err) = render(false, &["The user", " wants X.\n\nCheck", " Y\u{1b}[2J."]);
+        assert_eq!(out, "The answer.");
+        assert_eq!(
+            err, "✻ The user wants X.\n│ Check Y\\u{1b}[2J.\n",
+            "one block, escaped"
+        );
+        let (out, err) = render(true, &["hidden"]);
+        assert_eq!((out.as_str(), err.as_str()), ("The answer.", ""));
+        let long: Vec<String> = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let long: Vec<&str> = long.iter().map(String::as_str).collect();
+        let (_, err) = render(false, &long);
+        assert_eq!(err.lines().count(), REASONING_LINES + 1);
+        assert!(err.ends_with("│ … 8 more lines of reasoning\n"), "{err}");
     }
 
     #[test]

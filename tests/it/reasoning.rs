@@ -208,3 +208,20 @@ fn signed_thinking_goes_back_unchanged_through_the_tool_loop_and_the_next_turn()
     let log = std::fs::read_to_string(agent.session_log()).unwrap();
     assert!(log.contains("c2lnbmVkLWJ5LWFudGhyb3BpYw=="));
 }
+
+#[test]
+fn eve_run_shows_the_reasoning_on_stderr_and_only_the_answer_on_stdout() {
+    let agent = Agent::builder()
+        .replies("- reasoning: \"The user greets me.\\nI greet back.\"\n  text: Hello.\n")
+        .build();
+    let out = agent.run(&["hi"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Hello.\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("✻ The user greets me.\n│ I greet back.\n"),
+        "{stderr}"
+    );
+    let quiet = agent.run(&["-q", "hi"]);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains('✻'));
+}
