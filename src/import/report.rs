@@ -14,6 +14,19 @@ pub enum Note {
     Warning(String),
 }
 
+/// One entry of the source copied into the agent directory: a skill
+/// (`skills/<name>/`, `skills/<name>.md`) or the files a server runs (`servers/`,
+/// `run.sh`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copied {
+    /// What was written, relative to the agent directory.
+    pub written: String,
+    /// Where from (and, for a server's files, which server runs them).
+    pub from: String,
+    pub files: usize,
+    pub notes: Vec<Note>,
+}
+
 /// A piece of the result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {

@@ -18,16 +18,7 @@ use super::slug::slug;
 use super::source::{Kind, MAX_COPIED_BYTES, Source, join};
 use super::tree::Tree;
 
-/// One entry copied for a server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Copied {
-    /// `servers/` or `run.sh`.
-    pub written: String,
-    /// Where from, and which server runs it.
-    pub from: String,
-    pub files: usize,
-    pub notes: Vec<Note>,
-}
+pub use super::report::Copied;
 
 /// The folder of the agent directory that holds the plugin's own files for a server
 /// run from the whole plugin.

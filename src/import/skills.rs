@@ -12,15 +12,7 @@ use super::slug::{slug, unique};
 use super::source::{Kind, Source, join};
 use super::tree::Tree;
 
-/// One copied skill.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Copied {
-    /// `skills/<name>/` or `skills/<name>.md`.
-    pub written: String,
-    pub from: String,
-    pub files: usize,
-    pub notes: Vec<Note>,
-}
+pub use super::report::Copied;
 
 /// What [`copy`] did: the skills copied, and the entries left out with why.
 #[derive(Debug, Default)]

@@ -162,32 +162,11 @@ impl AnthropicDecoder {
         };
         let delta = &delta["delta"];
         match delta["type"].as_str() {
-            Some("text_delta") => {
-                // Appended in place: rebuilding the text at each delta was quadratic.
-                let piece = delta["text"].as_str().unwrap_or_default();
-                if let Some(fields) = block.as_object_mut() {
-                    match fields.get_mut("text") {
-                        Some(Value::String(text)) => text.push_str(piece),
-                        _ => {
-                            fields.insert("text".into(), Value::String(piece.to_string()));
-                        }
-                    }
-                }
-            }
+            Some("text_delta") => append(block, "text", &delta["text"]),
             Some("input_json_delta") => {
                 json.push_str(delta["partial_json"].as_str().unwrap_or_default())
             }
-            Some("thinking_delta") => {
-                let piece = delta["thinking"].as_str().unwrap_or_default();
-                if let Some(fields) = block.as_object_mut() {
-                    match fields.get_mut("thinking") {
-                        Some(Value::String(text)) => text.push_str(piece),
-                        _ => {
-                            fields.insert("thinking".into(), Value::String(piece.to_string()));
-                        }
-                    }
-                }
-            }
+            Some("thinking_delta") => append(block, "thinking", &delta["thinking"]),
             Some("signature_delta") => {
                 block["signature"] = delta["signature"].clone();
             }
@@ -220,6 +199,20 @@ impl AnthropicDecoder {
             Err(DecodeError::Truncated {
                 expected: "message_stop",
             })
+        }
+    }
+}
+
+/// Appends the text `piece` to the string field `key` of a rebuilt block, in place:
+/// rebuilding the text at each delta was quadratic.
+fn append(block: &mut Value, key: &str, piece: &Value) {
+    let piece = piece.as_str().unwrap_or_default();
+    if let Some(fields) = block.as_object_mut() {
+        match fields.get_mut(key) {
+            Some(Value::String(text)) => text.push_str(piece),
+            _ => {
+                fields.insert(key.into(), Value::String(piece.to_string()));
+            }
         }
     }
 }

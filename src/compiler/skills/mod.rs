@@ -312,7 +312,8 @@ fn strict(d: Diagnostic) -> Diagnostic {
         code::SKILL_NOT_UTF8 => (code::UNREADABLE, 0),
         _ => return d,
     };
-    let message = match d.message.split_once(": loaded as ") {
+    // The last one: a name may hold the words itself.
+    let message = match d.message.rsplit_once(": loaded as ") {
         Some((invalid, _)) => invalid.to_string(),
         None => d
             .message
