@@ -345,6 +345,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
         output_tokens: 40,
         cache_read_tokens: 1000,
         cache_write_tokens: 0,
+        reasoning_tokens: 0,
     };
     let mut records = vec![event(EventKind::SessionStarted {
         session_id: session_id.clone(),

@@ -9,8 +9,9 @@ pub enum Availability {
     Always,
     /// Only when the agent has at least one skill.
     WithSkills,
-    /// Only when the model's provider speaks the Anthropic Messages API (server-side tool).
-    AnthropicOnly,
+    /// Only when the model's provider runs the tool itself (a server-side tool: Anthropic's
+    /// Messages API, OpenAI's Responses API).
+    ProviderHosted,
     /// Only when some tool is deferred (`defer = true`) or a skill is: the search of
     /// the tool catalog.
     WithDeferred,

@@ -634,8 +634,7 @@ fn read_api(table: &mut TableReader<'_>) -> Option<Api> {
     let toml = table.file();
     match table.string("api") {
         None => Some(Api::Openai),
-        Some(Spanned { value, .. }) if value == "openai" => Some(Api::Openai),
-        Some(Spanned { value, .. }) if value == "anthropic" => Some(Api::Anthropic),
+        Some(Spanned { value, .. }) if Api::from_name(&value).is_some() => Api::from_name(&value),
         Some(api) => {
             toml.report(
                 Diagnostic::error(
@@ -643,7 +642,7 @@ fn read_api(table: &mut TableReader<'_>) -> Option<Api> {
                     format!("unknown provider api `{}`", api.value),
                 )
                 .at(&toml.src, api.span)
-                .note("`api` is `openai` (Chat Completions) or `anthropic` (Messages)")
+                .note("`api` is `openai` (Chat Completions), `openai-responses` (OpenAI's Responses API) or `anthropic` (Messages)")
                 .suggest(suggest::closest(
                     &api.value,
                     super::shape::agent::APIS.iter().copied(),
@@ -797,7 +796,7 @@ fn known_api(provider: &str, providers: &BTreeMap<String, Provider>) -> Option<A
         Some(p) => Some(p.api),
         None => match provider {
             "anthropic" => Some(Api::Anthropic),
-            "openai" => Some(Api::Openai),
+            "openai" => Some(Api::OpenaiResponses),
             _ => None,
         },
     }

@@ -101,7 +101,7 @@ pub fn compile(
             Availability::WithSkills => !skills.is_empty(),
             Availability::WithDeferred => has_deferred || skills.iter().any(|s| s.deferred),
             Availability::WithDeferredTools => has_deferred,
-            Availability::AnthropicOnly => config.api == Some(Api::Anthropic),
+            Availability::ProviderHosted => config.api.is_some_and(Api::hosts_web_search),
         };
         if !available {
             if let Some(over) = &over {
@@ -198,7 +198,7 @@ fn warn_not_offered(
         }
         Availability::WithDeferredTools => "no tool has `defer = true`".to_string(),
         _ => format!(
-            "it is only offered with Anthropic models, and the model is `{}`",
+            "it is only offered where the provider runs it (Anthropic's Messages API, OpenAI's Responses API), and the model is `{}`",
             config.agent.model
         ),
     };

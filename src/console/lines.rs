@@ -77,6 +77,12 @@ fn usage_text(usage: &Usage, reported: bool) -> String {
         text.push_str(&format!(" ({} cached)", thousands(usage.cache_read_tokens)));
     }
     text.push_str(&format!(", {} out", thousands(usage.output_tokens)));
+    if usage.reasoning_tokens > 0 {
+        text.push_str(&format!(
+            " ({} reasoning)",
+            thousands(usage.reasoning_tokens)
+        ));
+    }
     if !reported {
         text.push_str(" (some calls reported no usage)");
     }
@@ -161,6 +167,7 @@ mod tests {
                 output_tokens: 67,
                 cache_read_tokens: 10000,
                 cache_write_tokens: 0,
+                reasoning_tokens: 0,
             },
             usage_reported: true,
             pending: None,
@@ -176,6 +183,13 @@ mod tests {
         );
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(thousands(12), "12");
+        let mut reasoned = outcome(EndReason::Completed);
+        reasoned.usage.output_tokens = 1567;
+        reasoned.usage.reasoning_tokens = 1500;
+        assert_eq!(
+            closing_line(&reasoned, Duration::from_millis(5)),
+            "completed · 2 steps · 12,345 tokens in (10,000 cached), 1,567 out (1,500 reasoning) · 5 ms"
+        );
     }
 
     #[test]

@@ -508,6 +508,7 @@ mod tests {
                 output_tokens: 67,
                 cache_read_tokens: 10000,
                 cache_write_tokens: 0,
+                reasoning_tokens: 0,
             },
             usage_reported: true,
             pending: None,

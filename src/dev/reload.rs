@@ -84,7 +84,7 @@ mod tests {
         };
         assert_eq!(
             summary,
-            "model openai/gpt-4.1 → anthropic/claude-haiku-4-5; instructions changed; tools ~bash +web_search +y -load_skill -x; skills -s"
+            "model openai/gpt-4.1 → anthropic/claude-haiku-4-5; instructions changed; tools ~bash +y -load_skill -x; skills -s"
         );
         assert_eq!(manifest.agent.model, "anthropic/claude-haiku-4-5");
     }

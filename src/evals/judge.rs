@@ -127,6 +127,7 @@ pub async fn judge(
         max_output_tokens: 1024,
         temperature: Some(0.0),
         reasoning: None,
+        cache_key: None,
     };
     let (passed, actual) = match ask(resolved.provider.as_ref(), &request).await {
         Ok(text) => verdict(&text),

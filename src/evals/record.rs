@@ -195,6 +195,9 @@ fn reply_table(reply: &Recorded) -> Table {
                 (usage.cache_write_tokens as i64).into(),
             );
         }
+        if usage.reasoning_tokens > 0 {
+            counts.insert("reasoning_tokens", (usage.reasoning_tokens as i64).into());
+        }
         table["usage"] = toml_edit::value(counts);
     }
     if reply.max_tokens {

@@ -66,6 +66,7 @@ fn minus(a: &Usage, b: &Usage) -> Usage {
         output_tokens: a.output_tokens.saturating_sub(b.output_tokens),
         cache_read_tokens: a.cache_read_tokens.saturating_sub(b.cache_read_tokens),
         cache_write_tokens: a.cache_write_tokens.saturating_sub(b.cache_write_tokens),
+        reasoning_tokens: a.reasoning_tokens.saturating_sub(b.reasoning_tokens),
     }
 }
 

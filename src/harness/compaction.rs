@@ -246,6 +246,7 @@ impl Harness {
             max_output_tokens: agent.limits.max_output_tokens.min(8192),
             temperature: Some(0.0),
             reasoning: None,
+            cache_key: None,
         };
         let retry = self.setup.retry;
         let work = async move { complete(provider.as_ref(), &request, &retry).await };

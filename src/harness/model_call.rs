@@ -50,6 +50,7 @@ impl Harness {
                 max_output_tokens: self.setup.manifest.agent.limits.max_output_tokens,
                 temperature: None,
                 reasoning: self.setup.manifest.agent.reasoning,
+                cache_key: Some(self.session_id().to_string()),
             },
             emitter: self.emitter.clone(),
             retry: self.setup.retry,

@@ -115,16 +115,7 @@ impl Reply {
             used.insert(call.id.clone());
         }
         if let Some(blocks) = &mut self.opaque {
-            // The n-th `tool_use` block of the wire reply is the n-th call.
-            let mut tool_uses = blocks.iter_mut().filter(|b| b["type"] == "tool_use");
-            let mut at = 0;
-            for (position, id) in renamed {
-                let Some(block) = tool_uses.nth(position - at) else {
-                    break;
-                };
-                block["id"] = Value::String(id);
-                at = position + 1;
-            }
+            crate::providers::event::rename_kept_calls(blocks, &renamed);
         }
     }
 }

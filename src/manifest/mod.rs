@@ -314,8 +314,42 @@ pub struct Provider {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Api {
+    /// OpenAI's Chat Completions (`/chat/completions`), which compatible servers speak.
     Openai,
+    /// Anthropic's Messages API (`/v1/messages`).
     Anthropic,
+    /// OpenAI's Responses API (`/responses`): the built-in `openai` provider's.
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
+}
+
+impl Api {
+    /// The name `api` takes in `[providers.NAME]`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Openai => "openai",
+            Api::Anthropic => "anthropic",
+            Api::OpenaiResponses => "openai-responses",
+        }
+    }
+
+    /// The API with this name.
+    pub fn from_name(name: &str) -> Option<Api> {
+        [Api::Openai, Api::Anthropic, Api::OpenaiResponses]
+            .into_iter()
+            .find(|api| api.name() == name)
+    }
+
+    /// Whether the provider runs a web search itself within its replies (eve's
+    /// `web_search` built-in maps to it).
+    pub fn hosts_web_search(self) -> bool {
+        matches!(self, Api::Anthropic | Api::OpenaiResponses)
+    }
+
+    /// Whether it is one of OpenAI's APIs, which take an `effort` but no thinking budget.
+    pub fn is_openai(self) -> bool {
+        matches!(self, Api::Openai | Api::OpenaiResponses)
+    }
 }
 
 /// The system prompt's templates, rendered at the start of each session.

@@ -60,6 +60,8 @@ pub struct ScriptedUsage {
     pub cache_read_tokens: u64,
     #[serde(default)]
     pub cache_write_tokens: u64,
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 /// An injected failure: the model call fails as an HTTP error with this status would.

@@ -126,6 +126,14 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     /// The part of `input_tokens` written to the prompt cache.
     pub cache_write_tokens: u64,
+    /// The part of `output_tokens` the model spent reasoning, where the provider
+    /// reports it (OpenAI's APIs; Anthropic counts thinking in `output_tokens` only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -142,6 +150,7 @@ impl Usage {
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(other.cache_write_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 }
 
@@ -165,12 +174,14 @@ mod tests {
             output_tokens: u64::MAX - 1,
             cache_read_tokens: u64::MAX,
             cache_write_tokens: 1,
+            reasoning_tokens: 0,
         };
         let mut total = Usage {
             input_tokens: 10,
             output_tokens: 2,
             cache_read_tokens: 5,
             cache_write_tokens: 3,
+            reasoning_tokens: 0,
         };
         total.add(&huge);
         total.add(&huge);
@@ -181,6 +192,7 @@ mod tests {
                 output_tokens: u64::MAX,
                 cache_read_tokens: u64::MAX,
                 cache_write_tokens: 5,
+                reasoning_tokens: 0,
             }
         );
     }

@@ -334,6 +334,7 @@ impl WireUsage {
             output_tokens: self.output_tokens.unwrap_or(0),
             cache_read_tokens,
             cache_write_tokens,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -437,7 +438,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 provider_blocks: Some(blocks),
                 text,
                 tool_calls,
-            } if !blocks.is_empty() => {
+            } if is_own(blocks) => {
                 let kept = kept_blocks(blocks, thinking);
                 if kept.is_empty() {
                     ("assistant", assistant_blocks(text, tool_calls))
@@ -508,6 +509,20 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body["temperature"] = json!(temperature);
     }
     body
+}
+
+/// Whether a kept reply is in this API's blocks (not another provider's items: a
+/// session may change its model between turns).
+fn is_own(blocks: &[Value]) -> bool {
+    !blocks.is_empty()
+        && blocks.iter().all(|b| {
+            b["type"].as_str().is_some_and(|t| {
+                matches!(
+                    t,
+                    "text" | "tool_use" | "thinking" | "redacted_thinking" | "server_tool_use"
+                ) || t.ends_with("_tool_result")
+            })
+        })
 }
 
 /// The blocks of a reply kept as the API sent it, for a request with extended thinking
@@ -727,6 +742,7 @@ data: {"type":"message_stop"}
                     output_tokens: 89,
                     cache_read_tokens: 8000,
                     cache_write_tokens: 1200,
+                    reasoning_tokens: 0,
                 }),
                 StreamEvent::Finish(FinishReason::ToolUse),
             ]
@@ -836,6 +852,7 @@ data: {"type":"message_stop"}
                     output_tokens: 210,
                     cache_read_tokens: 0,
                     cache_write_tokens: 0,
+                    reasoning_tokens: 0,
                 }),
                 StreamEvent::Finish(FinishReason::ToolUse),
                 // Signed and redacted thinking go back exactly as they came.
@@ -897,6 +914,7 @@ data: {"type":"message_stop"}
             max_output_tokens: 8192,
             temperature: None,
             reasoning,
+            cache_key: None,
         }
     }
 
@@ -1022,6 +1040,7 @@ data: {"type":"message_stop"}
                     output_tokens: 510,
                     cache_read_tokens: 0,
                     cache_write_tokens: 0,
+                    reasoning_tokens: 0,
                 }),
                 StreamEvent::Finish(FinishReason::Stop),
                 StreamEvent::ServerToolCall {

@@ -44,6 +44,29 @@ pub enum StreamEvent {
     OpaqueReply(Vec<serde_json::Value>),
 }
 
+/// Gives the calls of a reply kept in its provider's format (an
+/// [`StreamEvent::OpaqueReply`]) the ids eve gave them: `renamed` holds each renamed
+/// call's position among the reply's calls and its new id. The n-th call block
+/// (Anthropic's `tool_use`, the Responses API's `function_call`) is the n-th call.
+pub fn rename_kept_calls(blocks: &mut [serde_json::Value], renamed: &[(usize, String)]) {
+    let mut calls: Vec<(&mut serde_json::Value, &str)> = blocks
+        .iter_mut()
+        .filter_map(|block| {
+            let key = match block["type"].as_str() {
+                Some("tool_use") => "id",
+                Some("function_call") => "call_id",
+                _ => return None,
+            };
+            Some((block, key))
+        })
+        .collect();
+    for (position, id) in renamed {
+        if let Some((block, key)) = calls.get_mut(*position) {
+            block[*key] = serde_json::Value::String(id.clone());
+        }
+    }
+}
+
 /// Why the model stopped generating.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -223,6 +246,7 @@ mod tests {
             output_tokens: 2,
             cache_read_tokens: 8,
             cache_write_tokens: 0,
+            reasoning_tokens: 0,
         };
         assert_eq!(
             serde_json::to_value(&usage).unwrap(),

@@ -1,4 +1,5 @@
-//! The HTTP providers: Anthropic's Messages API and OpenAI's Chat Completions (and every compatible server).
+//! The HTTP providers: Anthropic's Messages API, OpenAI's Responses API, and Chat
+//! Completions (OpenAI's and every compatible server's).
 
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
@@ -9,6 +10,7 @@ use super::error::{ProviderError, error_message, parse_retry_after};
 use super::openai::{self, Flavour, OpenAiDecoder};
 use super::redact::{MASK, Secrets, url_for_display};
 use super::request::ModelRequest;
+use super::responses::{self, ResponsesDecoder};
 use super::stream::{EventStream, StreamLimits, WireDecoder, decode_sse};
 use crate::manifest::Api;
 
@@ -71,39 +73,52 @@ impl HttpProvider {
         match self.api {
             Api::Anthropic => format!("{}/v1/messages", self.base_url),
             Api::Openai => format!("{}/chat/completions", self.base_url),
+            Api::OpenaiResponses => format!("{}/responses", self.base_url),
         }
+    }
+
+    /// The request in this provider's API, its headers (the key among them), and the
+    /// decoder of the reply.
+    fn wire(
+        &self,
+        mut builder: reqwest::RequestBuilder,
+        request: &ModelRequest,
+    ) -> (reqwest::RequestBuilder, serde_json::Value, WireDecoder) {
+        if self.api == Api::Anthropic {
+            builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+            if let Some(beta) = anthropic::beta_header(request) {
+                builder = builder.header("anthropic-beta", beta);
+            }
+            if let Some(key) = &self.api_key {
+                builder = builder.header("x-api-key", key);
+            }
+        } else if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let (body, decoder) = match self.api {
+            Api::Anthropic => (
+                anthropic::request_body(request),
+                WireDecoder::Anthropic(AnthropicDecoder::new()),
+            ),
+            Api::Openai => (
+                openai::request_body(request, self.flavour),
+                WireDecoder::OpenAi(OpenAiDecoder::new()),
+            ),
+            Api::OpenaiResponses => (
+                responses::request_body(request),
+                WireDecoder::Responses(ResponsesDecoder::new()),
+            ),
+        };
+        (builder, body, decoder)
     }
 
     async fn open(&self, request: &ModelRequest) -> Result<EventStream, ProviderError> {
         let url = self.url();
-        let mut builder = self
+        let builder = self
             .client
             .post(&url)
             .header(reqwest::header::ACCEPT, "text/event-stream");
-        let (body, decoder) = match self.api {
-            Api::Anthropic => {
-                builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
-                if let Some(beta) = anthropic::beta_header(request) {
-                    builder = builder.header("anthropic-beta", beta);
-                }
-                if let Some(key) = &self.api_key {
-                    builder = builder.header("x-api-key", key);
-                }
-                (
-                    anthropic::request_body(request),
-                    WireDecoder::Anthropic(AnthropicDecoder::new()),
-                )
-            }
-            Api::Openai => {
-                if let Some(key) = &self.api_key {
-                    builder = builder.bearer_auth(key);
-                }
-                (
-                    openai::request_body(request, self.flavour),
-                    WireDecoder::OpenAi(OpenAiDecoder::new()),
-                )
-            }
-        };
+        let (builder, body, decoder) = self.wire(builder, request);
         let bytes = serde_json::to_vec(&body).map_err(|e| ProviderError::Script(e.to_string()))?;
         let builder = builder
             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -191,7 +206,7 @@ impl Provider for HttpProvider {
 
     fn capabilities(&self) -> super::Capabilities {
         super::Capabilities {
-            hosted_web_search: self.api == Api::Anthropic,
+            hosted_web_search: self.api.hosts_web_search(),
         }
     }
 
@@ -273,6 +288,7 @@ mod tests {
             max_output_tokens: 10,
             temperature: None,
             reasoning: None,
+            cache_key: None,
         };
         let Err(error) = provider.stream(&request).await else {
             panic!("nothing listens on port {port}");

@@ -1,7 +1,8 @@
 //! Model providers: one trait that streams provider-neutral events, over real APIs or a script.
 //!
-//! - [`http::HttpProvider`] speaks Anthropic's Messages API and OpenAI's Chat
-//!   Completions (which every `[providers.NAME]` with `api = "openai"` uses).
+//! - [`http::HttpProvider`] speaks Anthropic's Messages API, OpenAI's Responses API
+//!   (the built-in `openai` provider's) and Chat Completions (which every
+//!   `[providers.NAME]` with `api = "openai"` uses).
 //! - [`scripted::ScriptedProvider`] replays replies from a YAML file.
 //!
 //! The harness sees only [`Provider`]: the same path for every provider.
@@ -14,6 +15,7 @@ pub mod openai;
 mod provider;
 pub mod redact;
 pub mod request;
+pub mod responses;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
@@ -71,7 +73,7 @@ pub fn resolve(
                     })?),
                     None => None,
                 };
-                let flavour = openai::Flavour::Compatible;
+                let flavour = openai::Flavour::of_base_url(&custom.base_url);
                 Arc::new(
                     http::HttpProvider::new(
                         provider,
@@ -92,7 +94,7 @@ pub fn resolve(
                         openai::Flavour::OpenAi,
                     ),
                     "openai" => (
-                        Api::Openai,
+                        Api::OpenaiResponses,
                         "OPENAI_API_KEY",
                         "OPENAI_BASE_URL",
                         OPENAI_DEFAULT_BASE_URL,
@@ -246,6 +248,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(anthropic.url(), "https://api.anthropic.com/v1/messages");
+    }
+
+    #[test]
+    fn a_declared_provider_on_openais_host_gets_openais_output_limit() {
+        use openai::Flavour;
+        assert_eq!(
+            Flavour::of_base_url("https://api.openai.com/v1"),
+            Flavour::OpenAi
+        );
+        for other in [
+            "https://api.openai.com.evil.example/v1",
+            "http://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "http://localhost:11434/v1",
+        ] {
+            assert_eq!(Flavour::of_base_url(other), Flavour::Compatible, "{other}");
+        }
+        // The built-in `openai` speaks the Responses API.
+        let env = |v: &str| (v == "OPENAI_API_KEY").then(|| "sk".to_string());
+        let resolved = resolve("openai/gpt-5", &BTreeMap::new(), Path::new("."), &env).unwrap();
+        assert!(format!("{:?}", resolved.provider).contains("OpenaiResponses"));
     }
 
     #[test]

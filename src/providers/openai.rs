@@ -232,6 +232,9 @@ struct WireUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    /// `reasoning_tokens`, the part of `completion_tokens` spent reasoning.
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
     /// DeepSeek's name for the cached part, sent alongside or instead of `prompt_tokens_details`.
     #[serde(default)]
     prompt_cache_hit_tokens: Option<u64>,
@@ -241,6 +244,12 @@ struct WireUsage {
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -254,6 +263,10 @@ impl WireUsage {
             output_tokens: self.completion_tokens.unwrap_or(0),
             cache_read_tokens: cached.unwrap_or(0),
             cache_write_tokens: 0,
+            reasoning_tokens: self
+                .completion_tokens_details
+                .and_then(|details| details.reasoning_tokens)
+                .unwrap_or(0),
         }
     }
 }
@@ -291,6 +304,22 @@ pub enum Flavour {
     OpenAi,
     /// Compatible servers (Ollama, vLLM, llama.cpp, LM Studio, …): `max_tokens`, which all of them read.
     Compatible,
+}
+
+impl Flavour {
+    /// OpenAI's own host speaks [`Flavour::OpenAi`]; every other server is compatible.
+    pub fn of_base_url(base_url: &str) -> Flavour {
+        let rest = base_url
+            .strip_prefix("https://")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if host == "api.openai.com" || host == "api.openai.com:443" {
+            Flavour::OpenAi
+        } else {
+            Flavour::Compatible
+        }
+    }
 }
 
 /// The JSON body of a streamed Chat Completions call, asking for usage in the last chunk.
@@ -500,6 +529,7 @@ data: [DONE]
                     output_tokens: 51,
                     cache_read_tokens: 1920,
                     cache_write_tokens: 0,
+                    reasoning_tokens: 0,
                 }),
             ]
         );
@@ -595,6 +625,7 @@ data: [DONE]
                     output_tokens: 38,
                     cache_read_tokens: 0,
                     cache_write_tokens: 0,
+                    reasoning_tokens: 0,
                 }),
             ]
         );
@@ -726,6 +757,7 @@ data: [DONE]
                     output_tokens: 110,
                     cache_read_tokens: 0,
                     cache_write_tokens: 0,
+                    reasoning_tokens: 95,
                 }),
             ]
         );
@@ -754,6 +786,7 @@ data: [DONE]
                     output_tokens: 9,
                     cache_read_tokens: 640,
                     cache_write_tokens: 0,
+                    reasoning_tokens: 0,
                 }),
             ]
         );
@@ -842,6 +875,7 @@ data: {"error":{"message":"The server had an error while processing your request
             max_output_tokens: 100,
             temperature: None,
             reasoning: None,
+            cache_key: None,
         };
         assert!(
             request_body(&request, Flavour::OpenAi)

@@ -22,4 +22,8 @@ pub struct ModelRequest {
     /// asks for neither.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::manifest::Reasoning>,
+    /// What routes the calls of one session to the same prompt cache (the Responses
+    /// API's `prompt_cache_key`): the session id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
 }

@@ -176,6 +176,7 @@ pub fn events(reply: &Reply, request: &ModelRequest, call_number: usize) -> Vec<
             .unwrap_or_else(|| estimate_tokens(output_chars)),
         cache_read_tokens: usage.cache_read_tokens,
         cache_write_tokens: usage.cache_write_tokens,
+        reasoning_tokens: usage.reasoning_tokens,
     }));
     let finish = match reply.finish.as_deref() {
         Some("max_tokens") => FinishReason::MaxTokens,
@@ -256,6 +257,7 @@ mod tests {
             max_output_tokens: 100,
             temperature: None,
             reasoning: None,
+            cache_key: None,
         }
     }
 
@@ -286,7 +288,8 @@ mod tests {
                     input_tokens: 50,
                     output_tokens: 8,
                     cache_read_tokens: 0,
-                    cache_write_tokens: 0
+                    cache_write_tokens: 0,
+                    reasoning_tokens: 0,
                 }),
                 StreamEvent::Finish(FinishReason::ToolUse),
             ]

@@ -13,6 +13,7 @@ use super::anthropic::AnthropicDecoder;
 use super::error::ProviderError;
 use super::event::{DecodeError, StreamEvent};
 use super::openai::OpenAiDecoder;
+use super::responses::ResponsesDecoder;
 use super::sse::SseParser;
 
 /// What a provider yields for one model call.
@@ -23,6 +24,7 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderErr
 pub enum WireDecoder {
     Anthropic(AnthropicDecoder),
     OpenAi(OpenAiDecoder),
+    Responses(ResponsesDecoder),
 }
 
 impl WireDecoder {
@@ -31,6 +33,7 @@ impl WireDecoder {
             WireDecoder::Anthropic(d) => d.on_event(event, data),
             // Chat Completions streams carry no event names: everything is `data:`.
             WireDecoder::OpenAi(d) => d.on_data(data),
+            WireDecoder::Responses(d) => d.on_event(event, data),
         }
     }
 
@@ -38,6 +41,7 @@ impl WireDecoder {
         match self {
             WireDecoder::Anthropic(d) => d.finish().map(|()| Vec::new()),
             WireDecoder::OpenAi(d) => d.finish(),
+            WireDecoder::Responses(d) => d.finish(),
         }
     }
 }
@@ -299,6 +303,7 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
                 output_tokens: 20,
                 cache_read_tokens: 5,
                 cache_write_tokens: 0,
+                reasoning_tokens: 0,
             })),
             Ok(StreamEvent::Finish(FinishReason::ToolUse)),
         ]

@@ -104,8 +104,8 @@ fn init_uses_the_model_given_and_refuses_a_bad_one() {
     };
     assert_eq!(manifest.agent.model, "openai/gpt-4o");
     assert!(
-        !manifest.tools.iter().any(|t| t.name == "web_search"),
-        "web_search needs an Anthropic model"
+        manifest.tools.iter().any(|t| t.name == "web_search"),
+        "OpenAI's Responses API hosts web_search"
     );
 
     let bad = run_in(tmp.path(), &["init", "b", "--model", "gpt-4o"]);

@@ -1,12 +1,13 @@
 //! Reasoning models (issue 28): `[reasoning]` checked at build time, Anthropic's
 //! extended thinking asked for, and signed thinking sent back unchanged through the
-//! tool loop and across turns, against a mock Messages API on 127.0.0.1.
+//! tool loop and across turns, against a mock Messages API on 127.0.0.1; and the same
+//! for the encrypted reasoning of OpenAI's Responses API.
 
 use serde_json::{Value, json};
 
 use crate::common::agent::Agent;
 use crate::common::eve;
-use crate::common::mock::{MockServer, Reply, anthropic_event, anthropic_reply};
+use crate::common::mock::{MockServer, Reply, anthropic_event, anthropic_reply, responses_reply};
 
 /// An agent on `model` with this `[reasoning]` table and a `read_file` tool.
 fn agent(model: &str, reasoning: &str) -> Agent {
@@ -224,4 +225,141 @@ fn eve_run_shows_the_reasoning_on_stderr_and_only_the_answer_on_stdout() {
     );
     let quiet = agent.run(&["-q", "hi"]);
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains('✻'));
+}
+
+/// The input items of a Responses request of these types.
+fn items<'a>(request: &'a Value, kinds: &[&str]) -> Vec<&'a Value> {
+    request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| kinds.contains(&item["type"].as_str().unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn a_responses_tool_loop_sends_every_earlier_reasoning_item_and_call_output_back() {
+    let agent = agent("openai/gpt-5", "effort = \"high\"\n");
+    std::fs::write(agent.dir.join("more.txt"), "more notes\n").unwrap();
+    let server = MockServer::start(vec![
+        Reply::Sse(responses_reply(
+            Some(("Read the notes.", "ZW5jLW9uZQ==")),
+            "",
+            &[("call_1", "read_file", json!({"path": "notes.txt"}))],
+            30,
+        )),
+        Reply::Sse(responses_reply(
+            Some(("Now the rest.", "ZW5jLXR3bw==")),
+            "One more.",
+            &[("call_2", "read_file", json!({"path": "more.txt"}))],
+            20,
+        )),
+        Reply::Sse(responses_reply(None, "Both say hi.", &[], 0)),
+        Reply::Sse(responses_reply(None, "Still hi.", &[], 0)),
+    ]);
+    let run = |args: &[&str]| {
+        let out = eve()
+            .arg("run")
+            .arg(&agent.dir)
+            .args(["--workspace", agent.dir.to_str().unwrap()])
+            .args(args)
+            .env("OPENAI_API_KEY", "sk-proj-test-secret")
+            .env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let first = run(&["-o", "json", "Read the notes"]);
+    let result: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(result["result"], "Both say hi.");
+    assert_eq!(result["steps"], 3);
+    // Usage counts the reasoning tokens of the three steps, and the cached ones.
+    assert_eq!(result["usage"]["reasoning_tokens"], 50);
+    assert_eq!(result["usage"]["cache_read_tokens"], 3 * 64);
+    let session = result["session_id"].as_str().unwrap().to_string();
+    let again = run(&["--continue", "Again"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("Still hi."));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("tokens in (64 cached), 50 out"), "{stderr}");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        assert_eq!(request.path, "/v1/responses");
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer sk-proj-test-secret")
+        );
+        let body = &request.body;
+        assert_eq!(body["model"], "gpt-5");
+        assert_eq!(body["store"], false);
+        assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(
+            body["reasoning"],
+            json!({"effort": "high", "summary": "auto"})
+        );
+        assert_eq!(body["prompt_cache_key"], session.as_str());
+        assert_eq!(body["max_output_tokens"], 1000);
+        assert_eq!(body["tools"][0]["type"], "function");
+        assert_eq!(body["tools"][0]["name"], "read_file");
+    }
+    let one = json!({"type": "reasoning", "encrypted_content": "ZW5jLW9uZQ==", "summary": [{"type": "summary_text", "text": "Read the notes."}]});
+    let two = json!({"type": "reasoning", "encrypted_content": "ZW5jLXR3bw==", "summary": [{"type": "summary_text", "text": "Now the rest."}]});
+    assert!(items(&requests[0].body, &["reasoning"]).is_empty());
+    // Step 2 carries step 1's reasoning, call and output; step 3 and the next turn
+    // (replayed from the session log) carry both steps'.
+    assert_eq!(items(&requests[1].body, &["reasoning"]), [&one]);
+    for request in &requests[2..] {
+        assert_eq!(items(&request.body, &["reasoning"]), [&one, &two]);
+        let outputs = items(&request.body, &["function_call_output"]);
+        assert_eq!(outputs.len(), 2, "{}", request.body);
+        assert_eq!(outputs[0]["call_id"], "call_1");
+        assert!(
+            outputs[0]["output"]
+                .as_str()
+                .unwrap()
+                .ends_with("\tthe notes")
+        );
+        assert_eq!(outputs[1]["call_id"], "call_2");
+        assert!(
+            outputs[1]["output"]
+                .as_str()
+                .unwrap()
+                .ends_with("\tmore notes")
+        );
+    }
+    let calls = items(&requests[2].body, &["function_call"]);
+    assert_eq!(
+        calls,
+        [
+            &json!({"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": "{\"path\":\"notes.txt\"}"}),
+            &json!({"type": "function_call", "call_id": "call_2", "name": "read_file", "arguments": "{\"path\":\"more.txt\"}"}),
+        ]
+    );
+    // In order: each step's reasoning before its call, each call before its output.
+    let order: Vec<&str> = requests[2].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output",
+            "reasoning",
+            "message",
+            "function_call",
+            "function_call_output"
+        ]
+    );
 }

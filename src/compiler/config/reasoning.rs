@@ -42,7 +42,7 @@ pub fn read(root: &mut TableReader<'_>, agent: &mut Agent, api: Option<Api>) {
     let mut budget_span = None;
     if let Some(budget) = table.positive_int("budget_tokens") {
         budget_span = budget.span.clone();
-        let problem = if api == Some(Api::Openai) {
+        let problem = if api.is_some_and(Api::is_openai) {
             Some((
                 "`budget_tokens` is Anthropic's extended thinking: an OpenAI-style API takes only `effort`".to_string(),
                 "drop `budget_tokens`, or set `effort`".to_string(),

@@ -137,7 +137,8 @@ fn fills_in_defaults() {
     assert_eq!(config.agent.name, "dir");
     assert_eq!(config.agent.limits.max_steps, 50);
     assert_eq!(config.agent.compaction.threshold_percent, 0.9);
-    assert_eq!(config.api, Some(Api::Openai));
+    // The built-in `openai` provider speaks the Responses API.
+    assert_eq!(config.api, Some(Api::OpenaiResponses));
 }
 
 #[test]

@@ -17,7 +17,7 @@ pub const DEFAULT_THRESHOLD: f64 = 0.9;
 pub const MODES: &[&str] = &["task", "conversation"];
 
 /// `[providers.NAME] api`: the wire protocols.
-pub const APIS: &[&str] = &["openai", "anthropic"];
+pub const APIS: &[&str] = &["openai", "anthropic", "openai-responses"];
 
 /// The root table of `agent.toml`.
 pub static AGENT: Table = Table::of(&[
@@ -212,7 +212,7 @@ pub static PROVIDER: Table = Table {
         Key::new(
             "api",
             Kind::Enum(APIS),
-            "The wire protocol: \"openai\" (Chat Completions) or \"anthropic\" (Messages).",
+            "The wire protocol: \"openai\" (Chat Completions), \"openai-responses\" (OpenAI's Responses API) or \"anthropic\" (Messages).",
         )
         .default(D::Str("openai")),
         Key::new(

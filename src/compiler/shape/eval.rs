@@ -189,6 +189,12 @@ pub static USAGE: Table = Table::of(&[
         "Input tokens written to the provider's cache.",
     )
     .default(D::Int(0)),
+    Key::new(
+        "reasoning_tokens",
+        Kind::Count,
+        "The part of `output_tokens` spent reasoning.",
+    )
+    .default(D::Int(0)),
 ]);
 
 /// `error` of a scripted reply.

@@ -239,7 +239,7 @@ mod tests {
                     Availability::Always,
                     vec![("allow_private", SettingKind::Bool)]
                 ),
-                ("web_search", Availability::AnthropicOnly, vec![]),
+                ("web_search", Availability::ProviderHosted, vec![]),
                 (
                     "agent",
                     Availability::Always,

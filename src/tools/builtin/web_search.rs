@@ -1,4 +1,5 @@
-//! `web_search`: a tool the provider runs inside its reply (Anthropic's hosted search);
+//! `web_search`: a tool the provider runs inside its reply (the hosted search of
+//! Anthropic's Messages API and OpenAI's Responses API);
 //! eve declares it and never executes it.
 
 use std::sync::Arc;
@@ -35,7 +36,7 @@ pub const SPEC: BuiltinTool = BuiltinTool {
     read_only: true,
     timeout_secs: 60,
     settings: &[],
-    availability: Availability::AnthropicOnly,
+    availability: Availability::ProviderHosted,
 };
 
 /// The stand-in executor: a provider-hosted tool cannot be called as a function.

@@ -60,7 +60,7 @@ impl Registry {
     }
 
     /// Builds the registry for a provider: `hosted_web_search` says whether it runs
-    /// `web_search` itself (Anthropic's API does).
+    /// `web_search` itself (Anthropic's Messages API and OpenAI's Responses API do).
     /// `can_ask` says whether a person can answer questions in this run: a child agent
     /// cannot park its turn, so it has no `ask_question` unless someone is at a terminal.
     /// `processes_withheld` says why the tools that start processes (`bash`, command
@@ -129,7 +129,7 @@ impl Registry {
                 if !hosted_web_search {
                     unavailable.push(Unavailable {
                         name: tool.name.clone(),
-                        reason: "only Anthropic's API hosts web search, and this model's provider is not Anthropic".into(),
+                        reason: "this model's provider does not run web searches itself (Anthropic's Messages API and OpenAI's Responses API do)".into(),
                     });
                     continue;
                 }

@@ -258,3 +258,63 @@ pub fn openai_chunk(data: Value) -> String {
 }
 
 pub const OPENAI_DONE: &str = "data: [DONE]\n\n";
+
+/// One Responses API SSE event, named as its `type`.
+pub fn responses_event(data: Value) -> String {
+    let name = data["type"].as_str().unwrap_or("message").to_string();
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// The events of a Responses API reply: a reasoning item (its summary streamed, then
+/// done with `encrypted`) when `reasoning` is given, `text` (if any), then each call
+/// with its arguments in two pieces; usage with `reasoning_tokens` and 64 cached tokens.
+pub fn responses_reply(
+    reasoning: Option<(&str, &str)>,
+    text: &str,
+    calls: &[(&str, &str, Value)],
+    reasoning_tokens: u64,
+) -> Vec<String> {
+    use serde_json::json;
+    let mut events = vec![responses_event(
+        json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "object": "response", "status": "in_progress", "model": "gpt-5-test", "output": []}}),
+    )];
+    let mut output = Vec::new();
+    if let Some((summary, encrypted)) = reasoning {
+        let at = output.len();
+        events.push(responses_event(json!({"type": "response.output_item.added", "output_index": at, "item": {"id": format!("rs_{at}"), "type": "reasoning", "summary": []}})));
+        events.push(responses_event(json!({"type": "response.reasoning_summary_text.delta", "item_id": format!("rs_{at}"), "output_index": at, "summary_index": 0, "delta": summary})));
+        let item = json!({"id": format!("rs_{at}"), "type": "reasoning", "encrypted_content": encrypted, "summary": [{"type": "summary_text", "text": summary}]});
+        events.push(responses_event(
+            json!({"type": "response.output_item.done", "output_index": at, "item": item}),
+        ));
+        output.push(item);
+    }
+    if !text.is_empty() {
+        let at = output.len();
+        events.push(responses_event(json!({"type": "response.output_item.added", "output_index": at, "item": {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}})));
+        for piece in text.split_inclusive(' ') {
+            events.push(responses_event(json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": at, "content_index": 0, "delta": piece})));
+        }
+        let item = json!({"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "annotations": [], "text": text}]});
+        events.push(responses_event(
+            json!({"type": "response.output_item.done", "output_index": at, "item": item}),
+        ));
+        output.push(item);
+    }
+    for (call_id, name, input) in calls {
+        let at = output.len();
+        let arguments = input.to_string();
+        let (a, b) = arguments.split_at(arguments.len() / 2);
+        events.push(responses_event(json!({"type": "response.output_item.added", "output_index": at, "item": {"id": format!("fc_{at}"), "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}})));
+        for piece in [a, b] {
+            events.push(responses_event(json!({"type": "response.function_call_arguments.delta", "item_id": format!("fc_{at}"), "output_index": at, "delta": piece})));
+        }
+        let item = json!({"id": format!("fc_{at}"), "type": "function_call", "status": "completed", "call_id": call_id, "name": name, "arguments": arguments});
+        events.push(responses_event(
+            json!({"type": "response.output_item.done", "output_index": at, "item": item}),
+        ));
+        output.push(item);
+    }
+    events.push(responses_event(json!({"type": "response.completed", "response": {"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5-test", "output": output, "usage": {"input_tokens": 200, "input_tokens_details": {"cached_tokens": 64}, "output_tokens": 50, "output_tokens_details": {"reasoning_tokens": reasoning_tokens}, "total_tokens": 250}}})));
+    events
+}
