@@ -386,6 +386,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
                 text: "Let me check.".into(),
                 tool_calls: vec![call.clone()],
                 provider_blocks: None,
+                reasoning: String::new(),
             },
         });
         records.push(event(EventKind::ActionsRequested {
@@ -434,6 +435,7 @@ fn write_session(dir: &Path, turns: usize) -> String {
                 text: format!("The answer is {t}."),
                 tool_calls: vec![],
                 provider_blocks: None,
+                reasoning: String::new(),
             },
         });
         records.push(event(EventKind::StepCompleted {

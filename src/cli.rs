@@ -255,6 +255,9 @@ pub struct DevArgs {
     /// Print every diagnostic of a build, not three of each code and a count of the rest
     #[arg(long, short)]
     pub verbose: bool,
+    /// Do not show the model's reasoning (it is still logged)
+    #[arg(long)]
+    pub hide_reasoning: bool,
 }
 
 /// Arguments of `eve sessions`.
@@ -399,6 +402,9 @@ pub struct RunArgs {
     /// Print every diagnostic of the build, not three of each code and a count of the rest
     #[arg(long, short, conflicts_with = "quiet")]
     pub verbose: bool,
+    /// Do not show the model's reasoning on stderr (it is still logged)
+    #[arg(long)]
+    pub hide_reasoning: bool,
     /// Add a turn to the latest session of this agent (PROMPT is the next message)
     #[arg(long, short = 'c', conflicts_with = "session")]
     pub r#continue: bool,

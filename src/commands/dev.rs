@@ -18,6 +18,7 @@ pub fn run(args: &DevArgs) -> anyhow::Result<ExitCode> {
         resume: args.r#continue,
         debounce: Duration::from_millis(args.debounce),
         verbose: args.verbose,
+        hide_reasoning: args.hide_reasoning,
     })?;
     Ok(ExitCode::from(code))
 }

@@ -117,6 +117,7 @@ fn console_options(args: &RunArgs, base: &str) -> console::Options {
     let stderr_tty = std::io::stderr().is_terminal();
     console::Options {
         quiet: args.quiet,
+        hide_reasoning: args.hide_reasoning,
         spinner: stderr_tty,
         command: format!("eve run {}", crate::text::shell_word(base)),
         notes: true,

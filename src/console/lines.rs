@@ -68,6 +68,33 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A reply's reasoning as people read it: `✻ ` before its first line and `│ ` before
+/// the others, blank lines left out, at most `max_lines` then a count of the rest;
+/// `None` when there is nothing to show.
+pub fn reasoning_block(reasoning: &str, max_lines: usize) -> Option<String> {
+    let lines: Vec<&str> = reasoning
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let mut block: Vec<String> = lines
+        .iter()
+        .take(max_lines)
+        .enumerate()
+        .map(|(i, l)| format!("{} {l}", if i == 0 { "✻" } else { "│" }))
+        .collect();
+    if lines.len() > max_lines {
+        block.push(format!(
+            "│ … {} more lines of reasoning",
+            lines.len() - max_lines
+        ));
+    }
+    Some(block.join("\n"))
+}
+
 fn usage_text(usage: &Usage, reported: bool) -> String {
     if !reported && *usage == Usage::default() {
         return "usage not reported".to_string();

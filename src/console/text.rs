@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::escape::for_terminal;
 use super::lines::{
-    action_line, closing_line, end_reason_text, first_line, format_duration, result_line,
-    thousands, waiting_text,
+    action_line, closing_line, end_reason_text, first_line, format_duration, reasoning_block,
+    result_line, thousands, waiting_text,
 };
 use super::renderer::Renderer;
 use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome, Unavailable};
@@ -17,6 +17,8 @@ use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome, Unav
 pub struct Options {
     /// `--quiet`: only the answer and errors.
     pub quiet: bool,
+    /// `--hide-reasoning`: the model's reasoning is not shown.
+    pub hide_reasoning: bool,
     /// Show a spinner while the model works.
     pub spinner: bool,
     /// The command that runs this agent (`eve run my-agent`), shown in hints.
@@ -35,6 +37,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             quiet: false,
+            hide_reasoning: false,
             spinner: false,
             command: "eve run".into(),
             notes: true,
@@ -48,6 +51,8 @@ impl Default for Options {
 /// Turns events into text for a person.
 pub struct TextRenderer<O: Write, E: Write> {
     quiet: bool,
+    /// Not `--quiet` nor `--hide-reasoning`.
+    show_reasoning: bool,
     out: O,
     err: E,
     /// Whether `out` is at the start of a line.
@@ -109,6 +114,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
     pub fn new(options: &Options, out: O, err: E) -> Self {
         TextRenderer {
             quiet: options.quiet,
+            show_reasoning: !options.quiet && !options.hide_reasoning,
             out,
             err,
             out_line_start: true,
@@ -191,7 +197,7 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 self.spin("thinking…");
             }
             EventKind::ReasoningAppended { text, .. }
-                if !self.quiet && self.reasoning.len() < REASONING_BYTES =>
+                if self.show_reasoning && self.reasoning.len() < REASONING_BYTES =>
             {
                 self.reasoning.push_str(text);
             }
@@ -268,27 +274,9 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
     /// holds the answer alone.
     fn show_reasoning(&mut self) {
         let reasoning = std::mem::take(&mut self.reasoning);
-        let lines: Vec<&str> = reasoning
-            .lines()
-            .map(str::trim_end)
-            .filter(|l| !l.is_empty())
-            .collect();
-        if lines.is_empty() {
-            return;
+        if let Some(block) = reasoning_block(&reasoning, REASONING_LINES) {
+            self.note_in(Tone::Result, &block);
         }
-        let mut block: Vec<String> = lines
-            .iter()
-            .take(REASONING_LINES)
-            .enumerate()
-            .map(|(i, l)| format!("{} {l}", if i == 0 { "✻" } else { "│" }))
-            .collect();
-        if lines.len() > REASONING_LINES {
-            block.push(format!(
-                "│ … {} more lines of reasoning",
-                lines.len() - REASONING_LINES
-            ));
-        }
-        self.note_in(Tone::Result, &block.join("\n"));
     }
 
     /// A piece of the model's reply, to `out`.

@@ -1,7 +1,7 @@
 //! `eve sessions show`: a session log as a readable transcript, with the same tool
 //! lines as a live run.
 
-use super::lines::{action_line, result_line};
+use super::lines::{action_line, reasoning_block, result_line};
 use crate::protocol::{EventKind, InputKind, Message, Record, Resolution};
 
 /// A readable transcript of `records`: every message, tool call and result, question
@@ -14,10 +14,18 @@ pub fn transcript(header: &str, records: &[Record], status: &str) -> String {
                 Message::User { text } => {
                     out.push_str(&format!("\n> {}\n", text.trim_end().replace('\n', "\n> ")))
                 }
-                Message::Assistant { text, .. } if !text.trim().is_empty() => {
-                    out.push_str(&format!("\n{}\n", text.trim_end()));
+                Message::Assistant {
+                    text, reasoning, ..
+                } => {
+                    // All of it: a transcript is read at leisure (the log keeps 64 KiB).
+                    if let Some(block) = reasoning_block(reasoning, usize::MAX) {
+                        out.push_str(&format!("\n{block}\n"));
+                    }
+                    if !text.trim().is_empty() {
+                        out.push_str(&format!("\n{}\n", text.trim_end()));
+                    }
                 }
-                Message::Assistant { .. } | Message::Tool { .. } => {}
+                Message::Tool { .. } => {}
             },
             Record::Compacted { .. } => out.push_str("\n· the history was compacted here\n"),
             Record::Todos { .. } | Record::Stamps { .. } => {}

@@ -62,6 +62,8 @@ pub struct DevOptions {
     pub debounce: Duration,
     /// Print every diagnostic of a build (`--verbose`), not three of each code.
     pub verbose: bool,
+    /// `--hide-reasoning`: the model's reasoning is not shown.
+    pub hide_reasoning: bool,
 }
 
 struct Dev {
@@ -394,6 +396,7 @@ impl Dev {
         let err_tty = std::io::stderr().is_terminal();
         console::Options {
             quiet: false,
+            hide_reasoning: self.options.hide_reasoning,
             spinner: err_tty,
             command: format!("eve run {}", crate::text::shell_word(&self.base)),
             notes: self.turns == 0,

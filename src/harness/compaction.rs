@@ -61,6 +61,7 @@ pub fn recent_window(history: &[Message], budget: u64, force: bool) -> Vec<Messa
                 text: text.clone(),
                 tool_calls: Vec::new(),
                 provider_blocks: None,
+                reasoning: String::new(),
             }),
             Message::Assistant { .. } => None,
         };

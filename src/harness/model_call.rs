@@ -211,6 +211,7 @@ impl Harness {
             text: reply.text,
             tool_calls: calls.clone(),
             provider_blocks: reply.opaque,
+            reasoning: reply.reasoning,
         });
         calls
     }

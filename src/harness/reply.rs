@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol::Usage;
+use crate::protocol::message::REASONING_KEPT;
 use crate::providers::{FinishReason, StreamEvent};
 
 /// Why a model call produced no reply.
@@ -47,6 +48,8 @@ pub struct Reply {
     pub server_calls: Vec<ServerCall>,
     /// The reply in the provider's wire format, when it needs it back unchanged.
     pub opaque: Option<Vec<Value>>,
+    /// The reasoning streamed before the reply, its first [`REASONING_KEPT`] bytes.
+    pub reasoning: String,
 }
 
 impl Reply {
@@ -54,7 +57,16 @@ impl Reply {
     pub fn apply(&mut self, event: StreamEvent) {
         match event {
             StreamEvent::TextDelta(text) => self.text.push_str(&text),
-            StreamEvent::ReasoningDelta(_) | StreamEvent::ToolCallEnd { .. } => {}
+            StreamEvent::ReasoningDelta(text) => {
+                let mut end = REASONING_KEPT
+                    .saturating_sub(self.reasoning.len())
+                    .min(text.len());
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.reasoning.push_str(&text[..end]);
+            }
+            StreamEvent::ToolCallEnd { .. } => {}
             StreamEvent::ToolCallStart { index, id, name } => {
                 if self.calls.len() <= index {
                     self.calls.resize_with(index + 1, RawCall::default);
@@ -132,6 +144,20 @@ mod tests {
             reply.apply(event);
         }
         reply
+    }
+
+    #[test]
+    fn reasoning_is_kept_up_to_its_cap_on_a_character_boundary() {
+        let reply = reply_of(vec![
+            StreamEvent::ReasoningDelta("Think".into()),
+            StreamEvent::ReasoningDelta("é".repeat(REASONING_KEPT)),
+            StreamEvent::ReasoningDelta("éé".into()),
+            StreamEvent::TextDelta("Done.".into()),
+        ]);
+        assert!(reply.reasoning.starts_with("Thinké"));
+        // 5 bytes of `Think`, then whole two-byte characters: one byte is left over.
+        assert_eq!(reply.reasoning.len(), REASONING_KEPT - 1);
+        assert_eq!(reply.text, "Done.");
     }
 
     fn start(index: usize, id: &str, name: &str) -> StreamEvent {

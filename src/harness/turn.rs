@@ -223,6 +223,7 @@ impl Harness {
                         text: partial,
                         tool_calls: Vec::new(),
                         provider_blocks: None,
+                        reasoning: String::new(),
                     });
                 }
                 StepEnd::Aborted

@@ -23,6 +23,12 @@ pub enum Message {
             skip_serializing_if = "Option::is_none"
         )]
         provider_blocks: Option<Vec<Value>>,
+        /// What the model reasoned before this reply, as it streamed (Anthropic's
+        /// thinking, a Responses reasoning summary, `reasoning_content`), for people
+        /// reading the session: no request builder sends it (what a provider wants
+        /// back is in `provider_blocks`). At most [`REASONING_KEPT`] bytes.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
     },
     /// The results of the previous assistant message's tool calls, in call order.
     Tool { results: Vec<ToolResult> },
@@ -110,6 +116,9 @@ impl ToolKind {
         *self == ToolKind::Function
     }
 }
+
+/// The most bytes of one reply's reasoning the session log keeps.
+pub const REASONING_KEPT: usize = 64 * 1024;
 
 /// A stand-in for an assistant message with neither text nor tool calls: both APIs reject empty content.
 pub const EMPTY_REPLY: &str = "(empty reply)";

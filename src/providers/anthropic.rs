@@ -429,7 +429,7 @@ struct ErrorBody {
 /// content block of the conversation carry `cache_control`, so each step reads the
 /// whole previous prefix from the prompt cache and writes the new one.
 pub fn request_body(request: &ModelRequest) -> Value {
-    let thinking = request.reasoning.is_some();
+    let thinking = thinks(request);
     let mut messages: Vec<Value> = Vec::new();
     for message in &request.messages {
         let (role, blocks) = match message {
@@ -438,6 +438,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 provider_blocks: Some(blocks),
                 text,
                 tool_calls,
+                ..
             } if is_own(blocks) => {
                 let kept = kept_blocks(blocks, thinking);
                 if kept.is_empty() {
@@ -482,7 +483,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
         "stream": true,
         "messages": messages,
     });
-    if let Some(reasoning) = &request.reasoning {
+    if let Some(reasoning) = request.reasoning.as_ref().filter(|_| thinking) {
         // The budget comes out of `max_tokens`: raised by it, the reply keeps its room.
         let budget = reasoning.budget();
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
@@ -509,6 +510,37 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body["temperature"] = json!(temperature);
     }
     body
+}
+
+/// Whether this request thinks: `[reasoning]` asks for it, and the assistant turn it
+/// continues allows it. The API wants one thinking mode for a whole assistant turn,
+/// tool loop included: a reply to tool results whose call came without thinking (a
+/// session parked at an approval, resumed after `[reasoning]` was added) must not
+/// think, or the API refuses it (a final assistant message must start with a thinking
+/// block). The next turn thinks again.
+fn thinks(request: &ModelRequest) -> bool {
+    if request.reasoning.is_none() {
+        return false;
+    }
+    let Some(Message::Tool { .. }) = request.messages.last() else {
+        return true;
+    };
+    let last_reply = request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m, Message::Assistant { .. }));
+    match last_reply {
+        Some(Message::Assistant {
+            provider_blocks: Some(blocks),
+            ..
+        }) if is_own(blocks) => matches!(
+            blocks[0]["type"].as_str(),
+            Some("thinking" | "redacted_thinking")
+        ),
+        Some(_) => false,
+        None => true,
+    }
 }
 
 /// Whether a kept reply is in this API's blocks (not another provider's items: a
@@ -541,8 +573,7 @@ fn kept_blocks(blocks: &[Value], thinking: bool) -> Vec<Value> {
 /// The beta header a request needs: thinking between tool calls (interleaved thinking)
 /// when the model thinks and may call tools.
 pub fn beta_header(request: &ModelRequest) -> Option<&'static str> {
-    (request.reasoning.is_some() && !request.tools.is_empty())
-        .then_some("interleaved-thinking-2025-05-14")
+    (thinks(request) && !request.tools.is_empty()).then_some("interleaved-thinking-2025-05-14")
 }
 
 /// The blocks of an assistant message eve built (no provider blocks kept): its text and
@@ -894,6 +925,7 @@ data: {"type":"message_stop"}
                         input: json!({"path": "a"}),
                     }],
                     provider_blocks: Some(thought),
+                    reasoning: String::new(),
                 },
                 Message::Tool {
                     results: vec![ToolResult {
@@ -953,6 +985,32 @@ data: {"type":"message_stop"}
             json!([{"type": "tool_use", "id": "toolu_A", "name": "read_file", "input": {"path": "a"}}])
         );
         assert_eq!(beta_header(&plain), None);
+    }
+
+    #[test]
+    fn a_tool_loop_begun_without_thinking_ends_without_it() {
+        let reasoning = crate::manifest::Reasoning {
+            effort: crate::manifest::Effort::Low,
+            budget_tokens: None,
+        };
+        // The call came from a reply without thinking (no blocks kept): the reply to
+        // its result must not think, or the API refuses the request.
+        let mut request = thinking_request(Some(reasoning));
+        if let Message::Assistant {
+            provider_blocks, ..
+        } = &mut request.messages[1]
+        {
+            *provider_blocks = None;
+        }
+        let body = request_body(&request);
+        assert!(body.get("thinking").is_none(), "{body}");
+        assert_eq!(body["max_tokens"], 8192);
+        assert_eq!(beta_header(&request), None);
+        // A new user message begins a new assistant turn, which thinks again.
+        request.messages.push(Message::User {
+            text: "next".into(),
+        });
+        assert!(request_body(&request).get("thinking").is_some());
     }
 
     #[test]

@@ -290,6 +290,7 @@ fn next_request(model: &str, reasoning: Option<Reasoning>) -> ModelRequest {
                 text: "Reading both files.".into(),
                 tool_calls: vec![call("call_Xa1", "a.txt"), call("call_Yb2", "b.txt")],
                 provider_blocks: Some(items),
+                reasoning: String::new(),
             },
             Message::Tool {
                 results: vec![result("call_Xa1", "alpha"), result("call_Yb2", "")],
@@ -403,6 +404,7 @@ fn another_providers_kept_blocks_are_rebuilt_and_images_go_as_input_images() {
             json!({"type": "thinking", "thinking": "hm", "signature": "sig"}),
             json!({"type": "tool_use", "id": "toolu_A", "name": "read_file", "input": {"path": "a.txt"}}),
         ]),
+        reasoning: String::new(),
     };
     request.messages[2] = Message::Tool {
         results: vec![ToolResult {

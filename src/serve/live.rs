@@ -138,7 +138,10 @@ impl Live {
     /// The log was opened: it holds `records`, all on disk; the turn's lines follow.
     pub fn open(&self, records: &[Record]) {
         let mut projector = Projector::default();
-        let count = records.iter().filter_map(|r| projector.event(r)).count() as u64;
+        let count = records
+            .iter()
+            .map(|r| projector.events(r).len())
+            .sum::<usize>() as u64;
         let mut inner = lock(&self.inner);
         inner.next = count;
         inner.base = count;
@@ -160,17 +163,20 @@ impl Live {
     /// A record was journaled: the line it adds, if any.
     pub fn record(&self, record: &Record) {
         let mut inner = lock(&self.inner);
-        let Some(event) = inner.projector.event(record) else {
+        let events = inner.projector.events(record);
+        if events.is_empty() {
             return;
-        };
-        if let EventKind::InputRequested { request, .. } = &event.kind {
-            inner.requested = Some(Pending::of(request));
         }
-        let index = inner.next;
-        let bytes = line(index, &event);
-        inner.bytes += bytes.len();
-        inner.lines.push_back(bytes);
-        inner.next += 1;
+        for event in &events {
+            if let EventKind::InputRequested { request, .. } = &event.kind {
+                inner.requested = Some(Pending::of(request));
+            }
+            let index = inner.next;
+            let bytes = line(index, event);
+            inner.bytes += bytes.len();
+            inner.lines.push_back(bytes);
+            inner.next += 1;
+        }
         clear_pieces(&mut inner);
         trim(&mut inner);
         drop(inner);
@@ -403,6 +409,7 @@ mod tests {
                 text: "x".repeat(MEMORY_CAP),
                 tool_calls: Vec::new(),
                 provider_blocks: None,
+                reasoning: String::new(),
             },
         };
         live.record(&step(1));

@@ -72,7 +72,7 @@ pub fn read_log(
     Ok(replayed
         .records
         .iter()
-        .filter_map(|r| projector.event(r))
+        .flat_map(|r| projector.events(r))
         .enumerate()
         .map(|(i, e)| (i as u64, e))
         .skip_while(|(i, _)| *i < from)
@@ -278,6 +278,7 @@ mod tests {
                 text: "x".repeat(live::MEMORY_CAP + 1),
                 tool_calls: Vec::new(),
                 provider_blocks: None,
+                reasoning: String::new(),
             },
         });
         live.record(&step(2));

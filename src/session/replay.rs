@@ -386,6 +386,7 @@ mod tests {
                         input: json!({"command": "sleep 9"}),
                     }],
                     provider_blocks: None,
+                    reasoning: String::new(),
                 },
             },
         ]

@@ -104,14 +104,12 @@ pub fn header(r: &Replayed) -> String {
     )
 }
 
-/// The logged events in order, with each assistant message as one `message.appended`
-/// (the log keeps the text once, not its streamed pieces).
+/// The logged events in order, with each assistant message as one `reasoning.appended`
+/// (when the model reasoned) and one `message.appended` (the log keeps the text once,
+/// not its streamed pieces).
 pub fn events(r: &Replayed) -> Vec<Event> {
     let mut projector = Projector::default();
-    r.records
-        .iter()
-        .filter_map(|r| projector.event(r))
-        .collect()
+    r.records.iter().flat_map(|r| projector.events(r)).collect()
 }
 
 /// Turns records, one at a time and in log order, into the events of [`events`]: a
@@ -126,9 +124,10 @@ pub struct Projector {
 }
 
 impl Projector {
-    /// The event `record` adds to the stream, if any.
-    pub fn event(&mut self, record: &Record) -> Option<Event> {
-        let event = match record {
+    /// The events `record` adds to the stream: none, one, or (an assistant message that
+    /// reasoned) its reasoning, then its text.
+    pub fn events(&mut self, record: &Record) -> Vec<Event> {
+        match record {
             Record::Event { event } => {
                 match &event.kind {
                     EventKind::StepStarted { turn_id, step } => {
@@ -138,30 +137,61 @@ impl Projector {
                     EventKind::TurnStarted { turn_id, .. } => self.turn_id = turn_id.clone(),
                     _ => {}
                 }
-                event.clone()
+                self.last = Some(event.meta.clone());
+                vec![event.clone()]
             }
             Record::Message {
-                message: Message::Assistant { text, .. },
-            } if !text.is_empty() => Event {
-                kind: EventKind::MessageAppended {
-                    turn_id: self.turn_id.clone(),
-                    step: self.step,
-                    text: text.clone(),
-                },
-                // Sorts right after the event before it, as if emitted then.
-                meta: Meta {
-                    id: self
-                        .last
-                        .as_ref()
-                        .map(|m| format!("{}_text", m.id))
-                        .unwrap_or_default(),
-                    at: self.last.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
-                    session_id: None,
-                },
+                message:
+                    Message::Assistant {
+                        text, reasoning, ..
+                    },
+            } => {
+                // Each sorts right after the event before it, as if emitted then, the
+                // reasoning first; the text's id is the one it always had.
+                let (turn_id, step) = (self.turn_id.clone(), self.step);
+                let mut out = Vec::new();
+                if !reasoning.is_empty() {
+                    out.push(self.after_last(
+                        "reasoning",
+                        EventKind::ReasoningAppended {
+                            turn_id: turn_id.clone(),
+                            step,
+                            text: reasoning.clone(),
+                        },
+                    ));
+                }
+                if !text.is_empty() {
+                    out.push(self.after_last(
+                        "text",
+                        EventKind::MessageAppended {
+                            turn_id,
+                            step,
+                            text: text.clone(),
+                        },
+                    ));
+                }
+                if let Some(last) = out.last() {
+                    self.last = Some(last.meta.clone());
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// `kind` as an event whose id is the last event's with `_suffix`, at its time.
+    fn after_last(&self, suffix: &str, kind: EventKind) -> Event {
+        Event {
+            kind,
+            meta: Meta {
+                id: self
+                    .last
+                    .as_ref()
+                    .map(|m| format!("{}_{suffix}", m.id))
+                    .unwrap_or_default(),
+                at: self.last.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
+                session_id: None,
             },
-            _ => return None,
-        };
-        self.last = Some(event.meta.clone());
-        Some(event)
+        }
     }
 }

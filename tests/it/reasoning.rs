@@ -225,6 +225,40 @@ fn eve_run_shows_the_reasoning_on_stderr_and_only_the_answer_on_stdout() {
     );
     let quiet = agent.run(&["-q", "hi"]);
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains('✻'));
+    let hidden = agent.run(&["--hide-reasoning", "hi"]);
+    let stderr = String::from_utf8_lossy(&hidden.stderr);
+    assert!(
+        !stderr.contains('✻') && stderr.contains("completed · 1 step"),
+        "{stderr}"
+    );
+    // The session log keeps it: the transcript and the logged events show it.
+    let id = agent
+        .session_log()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let show = eve()
+        .args(["sessions", "show", &id])
+        .arg(&agent.dir)
+        .output()
+        .unwrap();
+    let transcript = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        transcript.contains("\n✻ The user greets me.\n│ I greet back.\n\nHello.\n"),
+        "{transcript}"
+    );
+    let events = eve()
+        .args(["sessions", "show", &id, "-o", "stream-json"])
+        .arg(&agent.dir)
+        .output()
+        .unwrap();
+    let kinds: Vec<String> = String::from_utf8_lossy(&events.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].to_string())
+        .filter(|k| k.contains("appended"))
+        .collect();
+    assert_eq!(kinds, ["\"reasoning.appended\"", "\"message.appended\""]);
 }
 
 /// The input items of a Responses request of these types.

@@ -652,7 +652,7 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
         let mut chunk = String::new();
         let mut count = 0;
         for record in records {
-            if let Some(event) = self.meta.projector.event(record) {
+            for event in self.meta.projector.events(record) {
                 let bytes = line(start + count, &event);
                 chunk.push_str(&String::from_utf8_lossy(&bytes));
                 count += 1;
