@@ -95,7 +95,9 @@ pub fn reasoning_block(reasoning: &str, max_lines: usize) -> Option<String> {
     Some(block.join("\n"))
 }
 
-fn usage_text(usage: &Usage, reported: bool) -> String {
+/// A session's or turn's token counts in words: `12,345 tokens in (10,000 cached), 67
+/// out (40 reasoning)`; `reported` is false when some call reported none.
+pub fn usage_text(usage: &Usage, reported: bool) -> String {
     if !reported && *usage == Usage::default() {
         return "usage not reported".to_string();
     }

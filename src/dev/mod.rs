@@ -583,11 +583,9 @@ impl Dev {
                 None => eprintln!("no session yet: the next message starts one"),
                 Some(id) => match show::read(&store::path(&self.options.dir, id)) {
                     Ok(r) => eprintln!(
-                        "session {id}: {} turns, {} tokens in ({} cached), {} out · {}",
+                        "session {id}: {} turns, {} · {}",
                         r.turns.len(),
-                        r.usage.input_tokens,
-                        r.usage.cache_read_tokens,
-                        r.usage.output_tokens,
+                        crate::console::lines::usage_text(&r.usage, true),
                         show::status(&r)
                     ),
                     Err(e) => eprintln!("error: {e}"),
