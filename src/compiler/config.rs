@@ -344,7 +344,7 @@ fn read_compaction(
     }
     if !threshold_written {
         let thinking = match (api, agent.reasoning) {
-            (Some(Api::Anthropic), Some(reasoning)) => reasoning.budget(),
+            (Some(Api::Anthropic | Api::OpenaiResponses), Some(reasoning)) => reasoning.budget(),
             _ => 0,
         };
         agent.compaction.threshold_percent = derived_threshold(

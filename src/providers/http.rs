@@ -7,6 +7,7 @@ use futures_util::{FutureExt, StreamExt};
 use super::Provider;
 use super::anthropic::{self, AnthropicDecoder};
 use super::error::{ProviderError, error_message, parse_retry_after};
+use super::event::StreamEvent;
 use super::openai::{self, Flavour, OpenAiDecoder};
 use super::redact::{MASK, Secrets, url_for_display};
 use super::request::ModelRequest;
@@ -105,11 +106,16 @@ impl HttpProvider {
                 WireDecoder::OpenAi(OpenAiDecoder::new()),
             ),
             Api::OpenaiResponses => (
-                responses::request_body(request),
+                responses::request_body(request, &self.origin(request)),
                 WireDecoder::Responses(ResponsesDecoder::new()),
             ),
         };
         (builder, body, decoder)
+    }
+
+    /// Where a Responses reply comes from, as its kept reasoning is marked.
+    fn origin(&self, request: &ModelRequest) -> String {
+        responses::origin(&self.name, &self.base_url, &request.model)
     }
 
     async fn open(&self, request: &ModelRequest) -> Result<EventStream, ProviderError> {
@@ -218,7 +224,19 @@ impl Provider for HttpProvider {
             match self.open(request).await {
                 Ok(events) => {
                     let secrets = self.secrets.clone();
-                    let events = events.map(move |event| event.map_err(|e| e.redacted(&secrets)));
+                    // A Responses reply's reasoning is marked with where it came from:
+                    // it goes back only there.
+                    let origin = (self.api == Api::OpenaiResponses).then(|| self.origin(request));
+                    let events = events.map(move |event| match event {
+                        Ok(StreamEvent::OpaqueReply(mut items)) => {
+                            if let Some(origin) = &origin {
+                                responses::mark_origin(&mut items, origin);
+                            }
+                            Ok(StreamEvent::OpaqueReply(items))
+                        }
+                        Ok(event) => Ok(event),
+                        Err(e) => Err(e.redacted(&secrets)),
+                    });
                     Ok(Box::pin(events) as EventStream)
                 }
                 Err(error) => Err(error.redacted(&self.secrets)),

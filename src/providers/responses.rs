@@ -19,12 +19,24 @@ use super::request::{EMPTY_REPLY, Message, ModelRequest, ToolCall, ToolKind, Too
 const ITEM_TYPES: &[&str] = &["reasoning", "message", "function_call", "web_search_call"];
 
 /// Turns the SSE events of one streamed Responses call into [`StreamEvent`]s.
+///
+/// A call is known by its item's `id` (and, for servers that send none, its place in
+/// the output): each starts once, gets its arguments once — streamed, or whole from an
+/// item or a `.done` event, never both — and ends once.
 #[derive(Debug, Default)]
 pub struct ResponsesDecoder {
     /// Function calls in the order they started; the position is the dense index.
     calls: Vec<Call>,
-    /// The reply's output items as `response.output_item.done` gave them, in order.
+    /// The reply's output items as `response.output_item.done` gave them, in order,
+    /// each once.
     items: Vec<Value>,
+    /// Output items announced so far: the place of an item that names none.
+    added: u64,
+    /// The ids of the items done so far.
+    seen: std::collections::HashSet<String>,
+    /// Text streamed for the reply: a server that sends it only in the final response
+    /// still gets it shown.
+    streamed_text: bool,
     /// The reasoning item and summary part the last summary delta belonged to, so that
     /// a new part begins on a new paragraph.
     summary_part: Option<(u64, u64)>,
@@ -34,10 +46,14 @@ pub struct ResponsesDecoder {
 
 #[derive(Debug)]
 struct Call {
-    /// The output item's position in the reply, which the argument deltas name.
+    /// The item's id, when the server gave one.
+    item_id: Option<String>,
+    /// The output item's position in the reply.
     output_index: u64,
-    /// Whether any argument piece was passed on (a server that sends the arguments only
-    /// in `.done` still gets them through).
+    /// The arguments were passed on whole (from an item or `.done`): later pieces are
+    /// not added to them.
+    whole: bool,
+    /// Some argument piece was passed on: `.done`'s whole arguments are not added.
     streamed: bool,
     closed: bool,
 }
@@ -51,6 +67,8 @@ struct Event {
     output_index: Option<u64>,
     #[serde(default)]
     summary_index: Option<u64>,
+    #[serde(default)]
+    item_id: Option<String>,
     #[serde(default)]
     delta: Option<Value>,
     #[serde(default)]
@@ -189,27 +207,27 @@ impl ResponsesDecoder {
             }
             "response.function_call_arguments.delta" => {
                 let delta = text_of(&parsed.delta);
-                if let Some(index) = self.call_at(parsed.output_index)
+                if let Some(index) = self.call_of(parsed.item_id.as_deref(), parsed.output_index)
                     && !delta.is_empty()
                 {
-                    self.calls[index].streamed = true;
-                    out.push(StreamEvent::ToolCallArgsDelta { index, delta });
+                    let call = &mut self.calls[index];
+                    if !call.closed && !call.whole {
+                        call.streamed = true;
+                        out.push(StreamEvent::ToolCallArgsDelta { index, delta });
+                    }
                 }
             }
             "response.function_call_arguments.done" => {
-                if let Some(index) = self.call_at(parsed.output_index)
-                    && !self.calls[index].streamed
-                    && let Some(arguments) = parsed.arguments.filter(|a| !a.is_empty())
+                if let Some(index) = self.call_of(parsed.item_id.as_deref(), parsed.output_index)
+                    && let Some(arguments) = parsed.arguments
                 {
-                    self.calls[index].streamed = true;
-                    out.push(StreamEvent::ToolCallArgsDelta {
-                        index,
-                        delta: arguments,
-                    });
+                    self.whole_arguments(index, &arguments, &mut out);
                 }
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                push(&mut out, StreamEvent::TextDelta, text_of(&parsed.delta));
+                let text = text_of(&parsed.delta);
+                self.streamed_text |= !text.is_empty();
+                push(&mut out, StreamEvent::TextDelta, text);
             }
             "response.reasoning_summary_text.delta" => {
                 let part = (
@@ -273,12 +291,41 @@ impl ResponsesDecoder {
         }
     }
 
-    /// The dense index of the function call at this output position.
-    fn call_at(&self, output_index: Option<u64>) -> Option<usize> {
-        let output_index = output_index?;
-        self.calls
-            .iter()
-            .rposition(|call| call.output_index == output_index)
+    /// The dense index of the call an event names: by its item id when it gives one,
+    /// else by its place in the output.
+    fn call_of(&self, item_id: Option<&str>, output_index: Option<u64>) -> Option<usize> {
+        match item_id.filter(|id| !id.is_empty()) {
+            Some(id) => self
+                .calls
+                .iter()
+                .position(|call| call.item_id.as_deref() == Some(id)),
+            None => {
+                let output_index = output_index?;
+                self.calls
+                    .iter()
+                    .rposition(|call| call.output_index == output_index)
+            }
+        }
+    }
+
+    /// The call of an output item, by the item's id, else its place.
+    fn call_of_item(&self, item: &Value, output_index: u64) -> Option<usize> {
+        self.call_of(item["id"].as_str(), Some(output_index))
+    }
+
+    /// The call's whole arguments, passed on unless pieces of them were.
+    fn whole_arguments(&mut self, index: usize, arguments: &str, out: &mut Vec<StreamEvent>) {
+        let call = &mut self.calls[index];
+        if call.streamed || call.whole || call.closed {
+            return;
+        }
+        call.whole = true;
+        if !arguments.is_empty() {
+            out.push(StreamEvent::ToolCallArgsDelta {
+                index,
+                delta: arguments.to_string(),
+            });
+        }
     }
 
     fn on_item_added(
@@ -287,11 +334,9 @@ impl ResponsesDecoder {
         item: &Value,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), DecodeError> {
-        if item["type"] != "function_call" {
-            return Ok(());
-        }
-        let output_index = output_index.unwrap_or(self.calls.len() as u64);
-        if self.call_at(Some(output_index)).is_some() {
+        let output_index = output_index.unwrap_or(self.added);
+        self.added = self.added.saturating_add(1);
+        if item["type"] != "function_call" || self.call_of_item(item, output_index).is_some() {
             return Ok(());
         }
         self.start_call(output_index, item, out).map(|_| ())
@@ -317,19 +362,19 @@ impl ResponsesDecoder {
             id: item["call_id"].as_str().unwrap_or_default().to_string(),
             name: item["name"].as_str().unwrap_or_default().to_string(),
         });
-        let arguments = item["arguments"].as_str().unwrap_or_default();
-        let streamed = !arguments.is_empty();
-        if streamed {
-            out.push(StreamEvent::ToolCallArgsDelta {
-                index,
-                delta: arguments.to_string(),
-            });
-        }
         self.calls.push(Call {
+            item_id: item["id"]
+                .as_str()
+                .filter(|id| !id.is_empty())
+                .map(String::from),
             output_index,
-            streamed,
+            whole: false,
+            streamed: false,
             closed: false,
         });
+        if let Some(arguments) = item["arguments"].as_str().filter(|a| !a.is_empty()) {
+            self.whole_arguments(index, arguments, out);
+        }
         Ok(index)
     }
 
@@ -345,28 +390,34 @@ impl ResponsesDecoder {
                 limit: MAX_REPLY_PARTS,
             });
         }
+        // The same item done twice is kept (and run) once.
+        if let Some(id) = item["id"].as_str().filter(|id| !id.is_empty())
+            && !self.seen.insert(id.to_string())
+        {
+            return Ok(());
+        }
+        let output_index = output_index.unwrap_or(self.items.len() as u64);
         match item["type"].as_str() {
             Some("function_call") => {
-                let output_index = output_index.unwrap_or(self.items.len() as u64);
-                let index = match self.call_at(Some(output_index)) {
+                let index = match self.call_of_item(&item, output_index) {
                     Some(index) => index,
                     // A server that sends the call only whole, when it is done.
                     None => self.start_call(output_index, &item, out)?,
                 };
-                let call = &mut self.calls[index];
-                if !call.streamed
-                    && let Some(arguments) = item["arguments"].as_str().filter(|a| !a.is_empty())
-                {
-                    call.streamed = true;
-                    out.push(StreamEvent::ToolCallArgsDelta {
-                        index,
-                        delta: arguments.to_string(),
-                    });
+                if let Some(arguments) = item["arguments"].as_str() {
+                    self.whole_arguments(index, arguments, out);
                 }
+                let call = &mut self.calls[index];
                 if !call.closed {
                     call.closed = true;
                     out.push(StreamEvent::ToolCallEnd { index });
                 }
+            }
+            Some("message") if !self.streamed_text => {
+                // A server that streams no text still gives it in the done item.
+                let text = message_text(&item);
+                self.streamed_text |= !text.is_empty();
+                push(out, StreamEvent::TextDelta, text);
             }
             Some("web_search_call") => {
                 let id = item["id"].as_str().unwrap_or_default().to_string();
@@ -408,13 +459,8 @@ impl ResponsesDecoder {
             Some(r) => (r.usage, r.incomplete_details, r.output),
             None => (None, None, None),
         };
-        // A server that streams no items still lists them in the final response.
-        if self.items.is_empty()
-            && let Some(output) = output
-        {
-            for (at, item) in output.into_iter().enumerate() {
-                self.on_item_done(Some(at as u64), item, out)?;
-            }
+        if let Some(output) = output.filter(|o| !o.is_empty()) {
+            self.take_final_output(output, out)?;
         }
         for (index, call) in self.calls.iter_mut().enumerate() {
             if !call.closed {
@@ -445,6 +491,36 @@ impl ResponsesDecoder {
     }
 }
 
+impl ResponsesDecoder {
+    /// The final response's list of items, which is the reply as the API holds it:
+    /// it has items a server never sent as done (a call cut off by the output limit).
+    /// When every item has an id it replaces the list streamed (items not seen yet go
+    /// through [`Self::on_item_done`], once); without ids, it is used only by a server
+    /// that streamed no items at all.
+    fn take_final_output(
+        &mut self,
+        output: Vec<Value>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), DecodeError> {
+        let named = output
+            .iter()
+            .all(|item| item["id"].as_str().is_some_and(|id| !id.is_empty()));
+        if !named && !self.items.is_empty() {
+            return Ok(());
+        }
+        self.items.clear();
+        for (at, item) in output.into_iter().enumerate().take(MAX_REPLY_PARTS) {
+            let seen = item["id"].as_str().is_some_and(|id| self.seen.contains(id));
+            if seen {
+                self.items.push(item);
+            } else {
+                self.on_item_done(Some(at as u64), item, out)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What a hosted search found, in a line for people.
 fn web_search_summary(action: &Value) -> String {
     let query = action["query"].as_str().unwrap_or_default();
@@ -454,6 +530,16 @@ fn web_search_summary(action: &Value) -> String {
         (false, 0) => format!("searched the web for `{query}`"),
         (false, n) => format!("searched the web for `{query}`: {n} sources"),
     }
+}
+
+/// The text of a `message` item: its `output_text` (and `refusal`) parts.
+fn message_text(item: &Value) -> String {
+    item["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str().or(part["refusal"].as_str()))
+        .collect()
 }
 
 fn text_of(delta: &Option<Value>) -> String {
@@ -483,10 +569,33 @@ pub fn reasons_by_default(model: &str) -> bool {
     reasoning && !id.starts_with("gpt-5-chat")
 }
 
-/// The JSON body of a streamed Responses call. `store: false` keeps nothing at OpenAI;
-/// a reasoning model's encrypted reasoning comes back in the reply and goes back in
-/// every later request.
-pub fn request_body(request: &ModelRequest) -> Value {
+/// The key under which eve marks the reasoning items it keeps with where they came
+/// from ([`origin`]): encrypted reasoning goes back only there.
+pub const ORIGIN_KEY: &str = "eve_origin";
+
+/// Where a reply comes from, as the reasoning it keeps is marked: the provider's name,
+/// its endpoint and the model, digested (the endpoint may hold credentials). Another
+/// provider, endpoint or model could not read the encrypted reasoning, and the API
+/// would refuse every later request that carries it.
+pub fn origin(provider: &str, endpoint: &str, model: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("{provider}\n{endpoint}\n{model}").as_bytes());
+    crate::text::hex(&digest[..8])
+}
+
+/// Marks the reasoning items of a kept reply with their `origin`.
+pub fn mark_origin(items: &mut [Value], origin: &str) {
+    for item in items.iter_mut().filter(|i| i["type"] == "reasoning") {
+        if let Some(fields) = item.as_object_mut() {
+            fields.insert(ORIGIN_KEY.into(), json!(origin));
+        }
+    }
+}
+
+/// The JSON body of a streamed Responses call to the endpoint of `origin` ([`origin`]).
+/// `store: false` keeps nothing at OpenAI; a reasoning model's encrypted reasoning
+/// comes back in the reply and goes back in every later request to the same origin.
+pub fn request_body(request: &ModelRequest, origin: &str) -> Value {
     let reasoning = request.reasoning.is_some() || reasons_by_default(&request.model);
     let mut input = Vec::new();
     for message in &request.messages {
@@ -498,9 +607,12 @@ pub fn request_body(request: &ModelRequest) -> Value {
             })),
             Message::Assistant {
                 provider_blocks: Some(items),
+                text,
+                tool_calls,
                 ..
             } if is_own(items) => {
-                input.extend(items.iter().filter_map(|item| input_item(item, reasoning)));
+                let origin = reasoning.then_some(origin);
+                input.extend(kept_items(items, text, tool_calls, origin));
             }
             Message::Assistant {
                 text, tool_calls, ..
@@ -510,12 +622,18 @@ pub fn request_body(request: &ModelRequest) -> Value {
             }
         }
     }
+    // `max_output_tokens` counts the reasoning too: raised by the effort's budget, the
+    // reply keeps its room, as with Anthropic's thinking.
+    let max_output = match &request.reasoning {
+        Some(r) => request.max_output_tokens.saturating_add(r.budget()),
+        None => request.max_output_tokens,
+    };
     let mut body = json!({
         "model": request.model,
         "input": input,
         "stream": true,
         "store": false,
-        "max_output_tokens": request.max_output_tokens,
+        "max_output_tokens": max_output,
     });
     if !request.system.is_empty() {
         body["instructions"] = json!(request.system);
@@ -546,10 +664,75 @@ pub fn request_body(request: &ModelRequest) -> Value {
     if let Some(key) = &request.cache_key {
         body["prompt_cache_key"] = json!(key);
     }
-    if let Some(temperature) = request.temperature {
+    // Reasoning models refuse a temperature.
+    if let Some(temperature) = request.temperature.filter(|_| !reasoning) {
         body["temperature"] = json!(temperature);
     }
     body
+}
+
+/// The items of a kept reply sent back, with eve's own record of what the model said
+/// and what eve ran: reasoning from `origin` (`None`: the request does not reason) with
+/// its encrypted content, and hosted searches, as they came; the reply's text where its
+/// message was; the n-th call item as eve's n-th call (its id, name and arguments, the
+/// ones that ran and that the results answer). A reasoning item must be followed by
+/// what it led to, so one left with nothing after it is dropped.
+fn kept_items(items: &[Value], text: &str, calls: &[ToolCall], origin: Option<&str>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut calls_left = calls.iter();
+    let mut text_left = !text.is_empty();
+    for item in items {
+        match item["type"].as_str() {
+            Some("reasoning") => {
+                let encrypted = item["encrypted_content"].as_str().unwrap_or_default();
+                if origin.is_some_and(|o| item[ORIGIN_KEY] == o) && !encrypted.is_empty() {
+                    out.push(json!({
+                        "type": "reasoning",
+                        "summary": item.get("summary").cloned().unwrap_or_else(|| json!([])),
+                        "encrypted_content": encrypted,
+                    }));
+                }
+            }
+            Some("web_search_call") => {
+                let mut call = json!({"type": "web_search_call", "status": item["status"]});
+                if !item["action"].is_null() {
+                    call["action"] = item["action"].clone();
+                }
+                out.push(call);
+            }
+            Some("message") if text_left => {
+                text_left = false;
+                assistant_items(text, &[], &mut out);
+            }
+            Some("function_call") => {
+                if let Some(call) = calls_left.next() {
+                    out.push(function_call(call));
+                }
+            }
+            _ => {}
+        }
+    }
+    if text_left {
+        assistant_items(text, &[], &mut out);
+    }
+    out.extend(calls_left.map(function_call));
+    // A reasoning item with nothing after it (the last, or before another reasoning item).
+    let mut keep = vec![true; out.len()];
+    for at in 0..out.len() {
+        let followed = out
+            .get(at + 1)
+            .is_some_and(|next| next["type"] != "reasoning");
+        keep[at] = out[at]["type"] != "reasoning" || followed;
+    }
+    let mut keep = keep.into_iter();
+    out.retain(|_| keep.next().unwrap_or(false));
+    if !out
+        .iter()
+        .any(|i| i["type"] == "message" || i["type"] == "function_call")
+    {
+        assistant_items("", &[], &mut out);
+    }
+    out
 }
 
 /// Whether a kept reply is in this API's items (not another provider's blocks).
@@ -560,42 +743,6 @@ fn is_own(items: &[Value]) -> bool {
                 .as_str()
                 .is_some_and(|t| ITEM_TYPES.contains(&t))
         })
-}
-
-/// A kept output item as an input item: the fields the API takes back, without the
-/// item's `id` (with `store: false` nothing can be found by id). Reasoning goes back
-/// only to a model that reasons.
-fn input_item(item: &Value, reasoning: bool) -> Option<Value> {
-    let pick = |keys: &[&str]| {
-        let mut out = serde_json::Map::new();
-        for key in keys {
-            if let Some(value) = item.get(*key).filter(|v| !v.is_null()) {
-                out.insert(key.to_string(), value.clone());
-            }
-        }
-        Value::Object(out)
-    };
-    match item["type"].as_str()? {
-        "reasoning" if reasoning => Some(pick(&["type", "summary", "encrypted_content"])),
-        "reasoning" => None,
-        "message" => {
-            let content: Vec<Value> = item["content"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|part| match part["type"].as_str()? {
-                    "output_text" => Some(json!({"type": "output_text", "text": part["text"]})),
-                    "refusal" => Some(json!({"type": "refusal", "refusal": part["refusal"]})),
-                    _ => None,
-                })
-                .collect();
-            (!content.is_empty())
-                .then(|| json!({"type": "message", "role": "assistant", "content": content}))
-        }
-        "function_call" => Some(pick(&["type", "call_id", "name", "arguments"])),
-        "web_search_call" => Some(pick(&["type", "status", "action"])),
-        _ => None,
-    }
 }
 
 /// The items of an assistant message eve built: its text, then its calls; a
@@ -609,18 +756,21 @@ fn assistant_items(text: &str, calls: &[ToolCall], input: &mut Vec<Value>) {
             "content": [{"type": "output_text", "text": text}],
         }));
     }
-    for call in calls {
-        let arguments = match &call.input {
-            Value::Object(_) => call.input.to_string(),
-            _ => "{}".to_string(),
-        };
-        input.push(json!({
-            "type": "function_call",
-            "call_id": call.id,
-            "name": call.name,
-            "arguments": arguments,
-        }));
-    }
+    input.extend(calls.iter().map(function_call));
+}
+
+/// A call eve made, as a `function_call` item.
+fn function_call(call: &ToolCall) -> Value {
+    let arguments = match &call.input {
+        Value::Object(_) => call.input.to_string(),
+        _ => "{}".to_string(),
+    };
+    json!({
+        "type": "function_call",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": arguments,
+    })
 }
 
 /// A tool's result as a `function_call_output`: its text, with its images as

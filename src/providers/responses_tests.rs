@@ -13,6 +13,8 @@ const TOOLS: &str = include_str!("fixtures/responses-tools.sse");
 const INCOMPLETE: &str = include_str!("fixtures/responses-incomplete.sse");
 const FAILED: &str = include_str!("fixtures/responses-failed.sse");
 const ERROR: &str = include_str!("fixtures/responses-error.sse");
+/// Where the requests of these tests go, as kept reasoning is marked.
+const ORIGIN: &str = "a1b2c3d4e5f60718";
 
 /// Decodes a body through the SSE parser, fed `chunk` bytes at a time; the error, if
 /// any, is the first one met.
@@ -264,9 +266,10 @@ fn a_hosted_search_is_shown_and_its_item_kept() {
 /// A request after the fixture's step: the kept reply, then both calls' results.
 fn next_request(model: &str, reasoning: Option<Reasoning>) -> ModelRequest {
     let (events, _) = decode(TOOLS);
-    let Some(StreamEvent::OpaqueReply(items)) = events.last().cloned() else {
+    let Some(StreamEvent::OpaqueReply(mut items)) = events.last().cloned() else {
         panic!("no kept reply");
     };
+    mark_origin(&mut items, ORIGIN);
     let call = |id: &str, path: &str| ToolCall {
         id: id.into(),
         name: "read_file".into(),
@@ -323,7 +326,7 @@ fn the_next_request_carries_the_encrypted_reasoning_and_the_call_outputs() {
         effort: Effort::High,
         budget_tokens: None,
     };
-    let body = request_body(&next_request("gpt-5", Some(reasoning)));
+    let body = request_body(&next_request("gpt-5", Some(reasoning)), ORIGIN);
     assert_eq!(
         body["input"],
         json!([
@@ -349,7 +352,8 @@ fn the_next_request_carries_the_encrypted_reasoning_and_the_call_outputs() {
         json!({"effort": "high", "summary": "auto"})
     );
     assert_eq!(body["prompt_cache_key"], "ses_1");
-    assert_eq!(body["max_output_tokens"], 8192);
+    // Raised by the effort's budget: the reasoning counts in it.
+    assert_eq!(body["max_output_tokens"], 8192 + 32_000);
     assert_eq!(
         body["tools"],
         json!([
@@ -361,7 +365,7 @@ fn the_next_request_carries_the_encrypted_reasoning_and_the_call_outputs() {
 
 #[test]
 fn a_model_that_does_not_reason_gets_no_reasoning_back() {
-    let body = request_body(&next_request("gpt-4.1", None));
+    let body = request_body(&next_request("gpt-4.1", None), ORIGIN);
     let kinds: Vec<_> = body["input"]
         .as_array()
         .unwrap()
@@ -381,7 +385,7 @@ fn a_model_that_does_not_reason_gets_no_reasoning_back() {
     );
     assert!(body.get("include").is_none() && body.get("reasoning").is_none());
     // GPT-5 reasons without being asked: its reasoning goes back all the same.
-    let body = request_body(&next_request("gpt-5-mini", None));
+    let body = request_body(&next_request("gpt-5-mini", None), ORIGIN);
     assert_eq!(body["input"][1]["type"], "reasoning");
     assert!(
         body.get("reasoning").is_none(),
@@ -418,7 +422,7 @@ fn another_providers_kept_blocks_are_rebuilt_and_images_go_as_input_images() {
             }],
         }],
     };
-    let body = request_body(&request);
+    let body = request_body(&request, ORIGIN);
     assert_eq!(
         body["input"].as_array().unwrap()[1..],
         [
@@ -440,4 +444,179 @@ fn renamed_calls_are_renamed_in_the_kept_items() {
     rename_kept_calls(&mut items, &[(1, "call_eve_2".into())]);
     assert_eq!(items[2]["call_id"], "call_Xa1");
     assert_eq!(items[3]["call_id"], "call_eve_2");
+}
+
+#[test]
+fn reasoning_from_another_origin_or_without_its_encrypted_content_is_not_sent() {
+    let request = next_request("gpt-5", None);
+    let body = request_body(&request, "another-endpoint");
+    let kinds: Vec<_> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert!(!kinds.contains(&"reasoning"), "{kinds:?}");
+    let mut request = next_request("gpt-5", None);
+    if let Message::Assistant {
+        provider_blocks: Some(items),
+        ..
+    } = &mut request.messages[1]
+    {
+        items[0]["encrypted_content"] = Value::Null;
+    }
+    let body = request_body(&request, ORIGIN);
+    assert_ne!(body["input"][1]["type"], "reasoning");
+}
+
+#[test]
+fn the_calls_sent_back_are_the_ones_eve_ran_whatever_the_kept_items_say() {
+    let mut request = next_request("gpt-5", None);
+    if let Message::Assistant {
+        provider_blocks: Some(items),
+        ..
+    } = &mut request.messages[1]
+    {
+        // A server whose done items disagree with what it streamed, and a third call
+        // item that eve never ran.
+        items[2]["arguments"] = json!("{\"path\":\"/etc/shadow\"}");
+        items.push(json!({"type": "function_call", "call_id": "call_Zz", "name": "bash", "arguments": "{}"}));
+        // A reasoning item left with nothing after it.
+        items.push(json!({"type": "reasoning", "encrypted_content": "x", "eve_origin": ORIGIN}));
+    }
+    let body = request_body(&request, ORIGIN);
+    let calls: Vec<_> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call")
+        .map(|i| {
+            (
+                i["call_id"].as_str().unwrap(),
+                i["arguments"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_Xa1", "{\"path\":\"a.txt\"}"),
+            ("call_Yb2", "{\"path\":\"b.txt\"}")
+        ]
+    );
+    let reasoning = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "reasoning")
+        .count();
+    assert_eq!(reasoning, 1, "the trailing one is dropped");
+}
+
+#[test]
+fn a_call_cut_off_by_the_output_limit_ends_once_and_is_kept() {
+    let body = concat!(
+        "event: response.output_item.added\n",
+        r#"data: {"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}"#,
+        "\n\n",
+        "event: response.output_item.done\n",
+        r#"data: {"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"enc"}}"#,
+        "\n\n",
+        "event: response.output_item.added\n",
+        r#"data: {"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","call_id":"call_1","name":"write_file","arguments":""}}"#,
+        "\n\n",
+        "event: response.function_call_arguments.delta\n",
+        r#"data: {"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"path\":\"a"}"#,
+        "\n\n",
+        "event: response.incomplete\n",
+        r#"data: {"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"enc"},{"id":"fc_1","type":"function_call","status":"incomplete","call_id":"call_1","name":"write_file","arguments":"{\"path\":\"a"}]}}"#,
+        "\n\n",
+    );
+    let (events, end) = decode(body);
+    end.unwrap();
+    let args: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::ToolCallArgsDelta { .. }))
+        .collect();
+    assert_eq!(args.len(), 1, "the arguments once: {events:?}");
+    let ends = events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::ToolCallEnd { index: 0 }))
+        .count();
+    assert_eq!(ends, 1);
+    assert!(events.contains(&StreamEvent::Finish(FinishReason::MaxTokens)));
+    let Some(StreamEvent::OpaqueReply(items)) = events.last() else {
+        panic!("no kept reply: {events:?}");
+    };
+    assert_eq!(
+        items.len(),
+        2,
+        "the cut call is kept with the reasoning it follows"
+    );
+}
+
+#[test]
+fn arguments_come_once_however_a_server_repeats_them() {
+    let events = |lines: &[&str]| {
+        let mut decoder = ResponsesDecoder::new();
+        let mut events = Vec::new();
+        for line in lines {
+            events.extend(decoder.on_event("", line).unwrap());
+        }
+        events.extend(
+            decoder
+                .on_event("", r#"{"type":"response.completed","response":{}}"#)
+                .unwrap(),
+        );
+        events
+    };
+    // Whole in `added`, then pieces, `.done`, the item done twice, a delta after the end.
+    let got = events(&[
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"c1","name":"glob","arguments":"{}"}}"#,
+        r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{}"}"#,
+        r#"{"type":"response.function_call_arguments.done","item_id":"fc_1","output_index":0,"arguments":"{}"}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"c1","name":"glob","arguments":"{}"}}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"c1","name":"glob","arguments":"{}"}}"#,
+        r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{}"}"#,
+    ]);
+    assert_eq!(
+        got,
+        [
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "glob".into()
+            },
+            StreamEvent::ToolCallArgsDelta {
+                index: 0,
+                delta: "{}".into()
+            },
+            StreamEvent::ToolCallEnd { index: 0 },
+            StreamEvent::Finish(FinishReason::ToolUse),
+        ]
+    );
+    // Without output indices, a call after a reasoning item starts once.
+    let got = events(&[
+        r#"{"type":"response.output_item.added","item":{"id":"rs_1","type":"reasoning"}}"#,
+        r#"{"type":"response.output_item.done","item":{"id":"rs_1","type":"reasoning","encrypted_content":"e"}}"#,
+        r#"{"type":"response.output_item.added","item":{"id":"fc_1","type":"function_call","call_id":"c1","name":"glob","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"{}"}"#,
+        r#"{"type":"response.output_item.done","item":{"id":"fc_1","type":"function_call","call_id":"c1","name":"glob","arguments":"{}"}}"#,
+    ]);
+    let starts = got
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::ToolCallStart { .. }))
+        .count();
+    assert_eq!(starts, 1, "{got:?}");
+    // A server that sends the text only in the final response: it is shown.
+    let got = events(&[]);
+    assert_eq!(got, [StreamEvent::Finish(FinishReason::Stop)]);
+    let mut decoder = ResponsesDecoder::new();
+    let shown = decoder
+        .on_event(
+            "",
+            r#"{"type":"response.completed","response":{"output":[{"id":"m1","type":"message","content":[{"type":"output_text","text":"Hi."}]}]}}"#,
+        )
+        .unwrap();
+    assert_eq!(shown[0], StreamEvent::TextDelta("Hi.".into()));
 }

@@ -339,7 +339,8 @@ fn a_responses_tool_loop_sends_every_earlier_reasoning_item_and_call_output_back
             json!({"effort": "high", "summary": "auto"})
         );
         assert_eq!(body["prompt_cache_key"], session.as_str());
-        assert_eq!(body["max_output_tokens"], 1000);
+        // `max_output_tokens` counts the reasoning: raised by `high`'s budget.
+        assert_eq!(body["max_output_tokens"], 1000 + 32_000);
         assert_eq!(body["tools"][0]["type"], "function");
         assert_eq!(body["tools"][0]["name"], "read_file");
     }

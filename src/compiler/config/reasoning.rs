@@ -85,7 +85,7 @@ pub fn read(root: &mut TableReader<'_>, agent: &mut Agent, api: Option<Api>) {
     let limits = &agent.limits;
     let thinking = reasoning.budget();
     if ok
-        && api == Some(Api::Anthropic)
+        && matches!(api, Some(Api::Anthropic | Api::OpenaiResponses))
         && thinking.saturating_add(limits.max_output_tokens) >= limits.context_window
     {
         ok = false;
