@@ -340,6 +340,8 @@ pub enum SchemaKind {
     Eval,
     /// A skill's YAML frontmatter
     Skill,
+    /// `hooks/<name>.toml`
+    Hook,
 }
 
 /// Arguments of `eve init`.

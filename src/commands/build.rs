@@ -86,13 +86,18 @@ fn summary(agent: &agent::Agent, base: &str, elapsed: std::time::Duration) -> St
     } else {
         format!(", {}", plural(manifest.connections.len(), "connection"))
     };
+    let hooks = if manifest.hooks.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", plural(manifest.hooks.len(), "hook"))
+    };
     let evals = if agent.eval_count == 0 {
         String::new()
     } else {
         format!(", {}", plural(agent.eval_count, "eval case"))
     };
     format!(
-        "built `{}`: {tools}, {}, {}{connections}{evals}, sandbox {} in {:.1} ms → {}",
+        "built `{}`: {tools}, {}, {}{connections}{hooks}{evals}, sandbox {} in {:.1} ms → {}",
         manifest.agent.name,
         plural(manifest.skills.len(), "skill"),
         plural(manifest.subagents.len(), "subagent"),

@@ -49,6 +49,7 @@ pub fn run(args: &SchemaArgs) -> anyhow::Result<ExitCode> {
             SchemaKind::Connection => Schema::Connection,
             SchemaKind::Eval => Schema::Eval,
             SchemaKind::Skill => Schema::Skill,
+            SchemaKind::Hook => Schema::Hook,
         },
     };
     out::print_all(schema.text().as_bytes())

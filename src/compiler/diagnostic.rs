@@ -110,6 +110,11 @@ pub mod code {
     pub const CONTEXT_OVERFLOW: &str = "E0902";
     pub const SKILLS_OVERFLOW: &str = "E0903";
 
+    pub const INVALID_HOOK_NAME: &str = "E1001";
+    pub const UNKNOWN_HOOK_TOOL: &str = "E1002";
+    pub const HOOK_TOOLS_NOT_FOR_EVENT: &str = "E1003";
+    pub const HOOK_COMMAND_FILE: &str = "E1004";
+
     /// Every code above, to find a code again from its text (the build cache keeps it).
     pub const ALL: &[&str] = &[
         UNREADABLE,
@@ -196,6 +201,10 @@ pub mod code {
         CONTEXT_BUDGET,
         CONTEXT_OVERFLOW,
         SKILLS_OVERFLOW,
+        INVALID_HOOK_NAME,
+        UNKNOWN_HOOK_TOOL,
+        HOOK_TOOLS_NOT_FOR_EVENT,
+        HOOK_COMMAND_FILE,
     ];
 
     /// The code with this text, if eve has it.

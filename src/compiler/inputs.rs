@@ -80,6 +80,9 @@ pub struct AgentFiles {
     pub tools: Vec<Loaded>,
     /// `connections/<name>.toml`, in file-name order.
     pub connections: Vec<Loaded>,
+    /// `hooks/<name>.toml`, in file-name order (the other files there are the scripts
+    /// hooks run).
+    pub hooks: Vec<Loaded>,
     /// Every entry of `skills/`, in file-name order, read and compiled.
     pub skills: Vec<skills::Unit>,
     pub subagents: Vec<SubagentDir>,
@@ -131,6 +134,7 @@ impl AgentFiles {
         let instructions = loader.instructions();
         let tools = loader.tools();
         let connections = loader.connections();
+        let hooks = loader.hooks();
         let skills = loader.skills();
         let subagents = loader.subagents(depth);
         let evals = if depth == 0 {
@@ -153,6 +157,7 @@ impl AgentFiles {
             instructions,
             tools,
             connections,
+            hooks,
             skills,
             subagents,
             evals,
@@ -413,6 +418,21 @@ impl Loader {
             }
         }
         tools
+    }
+
+    /// `hooks/*.toml`; anything else there is what the hooks run, part of the
+    /// definition through their commands.
+    fn hooks(&mut self) -> Vec<Loaded> {
+        let mut hooks = Vec::new();
+        for (name, kind) in self.list("hooks").unwrap_or_default() {
+            let rel = format!("hooks/{name}");
+            if kind == EntryKind::File && name.ends_with(".toml") {
+                hooks.extend(self.read(&rel));
+            } else {
+                self.mark("other", &rel);
+            }
+        }
+        hooks
     }
 
     fn connections(&mut self) -> Vec<Loaded> {

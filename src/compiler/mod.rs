@@ -14,6 +14,7 @@ pub mod connections;
 pub mod diagnostic;
 pub mod evals;
 pub mod executed;
+pub mod hooks;
 pub mod inputs;
 pub mod instructions;
 pub mod listing;
@@ -311,6 +312,8 @@ fn compile_files(
     );
     tools.extend(subagents.iter().map(subagent_tool));
     check_collisions(&tools, &connections, diags);
+    let hooks = hooks::compile(&files.hooks, &tools, diags);
+    refuse_unrunnable_hooks(&hooks, &mut entries, files, diags);
 
     let (instructions, rendered) =
         compile_instructions(files, &config, &tools, &skills, &at("agent.toml"), diags);
@@ -324,6 +327,7 @@ fn compile_files(
         skills,
         subagents,
         connections,
+        hooks,
         inputs_hash: executed::fold(&files.hash, &entries.kept(), &children),
         executed: entries.kept(),
     };
@@ -452,6 +456,30 @@ fn keep_runnable_tools(
         );
         false
     });
+}
+
+/// A hook whose command runs a file the definition cannot keep is an error, not a hook
+/// left out: a hook that guards a tool must never silently stop guarding it.
+fn refuse_unrunnable_hooks(
+    hooks: &[crate::manifest::hook::Hook],
+    entries: &mut executed::Entries,
+    files: &AgentFiles,
+    diags: &mut Diagnostics,
+) {
+    for hook in hooks {
+        let named = executed::named(hook.command.iter().map(String::as_str), &files.prefix);
+        if let Some(why) = entries.refuse(&files.boundary, &named) {
+            diags.push(
+                Diagnostic::error(
+                    code::HOOK_COMMAND_FILE,
+                    format!("hook `{}` cannot run: {why}", hook.name),
+                )
+                .file(agent_path(&files.prefix, &format!("hooks/{}.toml", hook.name)))
+                .note("what a command names as `{{ agent_dir }}/…` is part of the agent's definition, kept read-only and checked for changes; a hook that cannot run would stop guarding what it guards")
+                .help("add the file to the agent directory (a real file or folder, not a link out of it), or name one that is there"),
+            );
+        }
+    }
 }
 
 /// What the build knows of each connection in `read` (see [`listing::obtain`]), listed

@@ -32,6 +32,8 @@ pub enum Schema {
     Eval,
     /// A skill's YAML frontmatter.
     Skill,
+    /// `hooks/<name>.toml`.
+    Hook,
 }
 
 impl Schema {
@@ -44,6 +46,7 @@ impl Schema {
             Schema::Connection,
             Schema::Eval,
             Schema::Skill,
+            Schema::Hook,
         ];
         all.extend(catalog.iter().map(Schema::Builtin));
         all
@@ -67,6 +70,7 @@ impl Schema {
                 }
             }
             ["connections", file] if file.ends_with(".toml") => Some(Schema::Connection),
+            ["hooks", file] if file.ends_with(".toml") => Some(Schema::Hook),
             ["skills", file] if file.ends_with(".md") => Some(Schema::Skill),
             ["skills", _, "SKILL.md"] => Some(Schema::Skill),
             ["evals", folders @ .., file]
@@ -89,6 +93,7 @@ impl Schema {
             Schema::Connection => "connection.json".into(),
             Schema::Eval => "eval.json".into(),
             Schema::Skill => "skill.json".into(),
+            Schema::Hook => "hook.json".into(),
         }
     }
 
@@ -127,6 +132,11 @@ impl Schema {
                 "evals/<case>.toml".to_string(),
                 "An eval case: `eve eval` runs it and checks what it expects. Reference: docs/evals.md#the-case-file".to_string(),
                 object(&shape::eval::CASE, None),
+            ),
+            Schema::Hook => (
+                "hooks/<name>.toml".to_string(),
+                "A hook: a program eve runs at a point of a turn (`event`), for the tools in `tools`, that may allow, refuse or rewrite what happens there. Reference: docs/hooks.md#the-hook-file".to_string(),
+                object(&shape::hook::HOOK, None),
             ),
             Schema::Skill => (
                 "skill frontmatter".to_string(),

@@ -68,6 +68,20 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A hook that decided something, or failed: `  ⚑ hook no-rm-rf: deny — rm -rf is not
+/// allowed here` (its reason on one line, shortened).
+pub fn hook_line(hook: &str, decision: &str, reason: Option<&str>, failed: bool) -> String {
+    let what = if failed {
+        format!("failed, so {decision}")
+    } else {
+        decision.to_string()
+    };
+    match reason.map(|r| first_line(r, 100)) {
+        Some(reason) if !reason.is_empty() => format!("  ⚑ hook {hook}: {what} — {reason}"),
+        _ => format!("  ⚑ hook {hook}: {what}"),
+    }
+}
+
 /// A reply's reasoning as people read it: `✻ ` before its first line and `│ ` before
 /// the others, blank lines left out, at most `max_lines` then a count of the rest;
 /// `None` when there is nothing to show.

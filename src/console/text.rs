@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::escape::for_terminal;
 use super::lines::{
-    action_line, closing_line, end_reason_text, first_line, format_duration, reasoning_block,
-    result_line, thousands, waiting_text,
+    action_line, closing_line, end_reason_text, first_line, format_duration, hook_line,
+    reasoning_block, result_line, thousands, waiting_text,
 };
 use super::renderer::Renderer;
 use crate::protocol::{EndReason, Event, EventKind, Resolution, TurnOutcome, Unavailable};
@@ -226,6 +226,20 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 },
                 &result_line(name, output, *is_error, *duration_ms),
             ),
+            EventKind::HookCompleted {
+                hook,
+                decision,
+                reason,
+                failed,
+                ..
+            } if !self.quiet && (*failed || decision != "continue") => {
+                let tone = if *failed || decision == "deny" || decision == "block" {
+                    Tone::Failed
+                } else {
+                    Tone::Result
+                };
+                self.note_in(tone, &hook_line(hook, decision, reason.as_deref(), *failed));
+            }
             EventKind::StepCompleted { .. } => {
                 self.show_reasoning();
                 self.stop_spinner();

@@ -1,7 +1,7 @@
 //! `eve sessions show`: a session log as a readable transcript, with the same tool
 //! lines as a live run.
 
-use super::lines::{action_line, reasoning_block, result_line};
+use super::lines::{action_line, hook_line, reasoning_block, result_line};
 use crate::protocol::{EventKind, InputKind, Message, Record, Resolution};
 
 /// A readable transcript of `records`: every message, tool call and result, question
@@ -82,6 +82,16 @@ fn event_lines(out: &mut String, kind: &EventKind) {
                     .unwrap_or_default()
             )),
         },
+        EventKind::HookCompleted {
+            hook,
+            decision,
+            reason,
+            failed,
+            ..
+        } if *failed || decision != "continue" => {
+            out.push_str(&hook_line(hook, decision, reason.as_deref(), *failed));
+            out.push('\n');
+        }
         EventKind::TurnCompleted {
             end_reason, steps, ..
         } => {

@@ -6,7 +6,11 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use serde_json::json;
+
+use super::hooks::Decision;
 use super::{Harness, durable, scheduler};
+use crate::manifest::hook::HookEvent;
 use crate::protocol::{Action, EventKind, InputRequest, Message, Resolution, ToolCall, ToolResult};
 use crate::tools::{Registry, ToolContext, ToolOutput};
 
@@ -31,14 +35,15 @@ impl Harness {
         &mut self,
         turn_id: &str,
         step: u64,
-        calls: Vec<ToolCall>,
+        mut calls: Vec<ToolCall>,
         cancel: &CancellationToken,
         announce: bool,
     ) -> CallsEnd {
         if announce {
             self.announce_actions(turn_id, step, &calls);
         }
-        let refused = match self.settle_inputs(turn_id, &calls).await {
+        self.before_tool(turn_id, step, &mut calls, cancel).await;
+        let refused = match self.settle_inputs((turn_id, step), &calls).await {
             Ok(refused) => refused,
             Err(request) => return CallsEnd::Parked(request),
         };
@@ -53,6 +58,7 @@ impl Harness {
         let registry = self.registry.clone();
         let emitter = self.emitter.clone();
         let durable = self.durable.clone();
+        let this = &*self;
         // A journaled step runs its calls one at a time, so the journal's order is the
         // calls' order, the same when a crash makes the engine replay it.
         let max_parallel = match durable {
@@ -72,7 +78,13 @@ impl Harness {
                 let name = durable::call_name(turn_id, step, &call.id);
                 async move {
                     let started = Instant::now();
-                    let output = execute(plan, &call, &registry, ctx, durable, name).await;
+                    let cancel = ctx.cancel.clone();
+                    let ran = matches!(plan, Plan::Run | Plan::RunApproved);
+                    let mut output = execute(plan, &call, &registry, ctx, durable, name).await;
+                    if ran {
+                        this.after_tool(turn_id, step, &call, &mut output, &cancel)
+                            .await;
+                    }
                     let connection = registry.connection_of(&call);
                     (call, output, started.elapsed(), connection)
                 }
@@ -94,7 +106,106 @@ impl Harness {
         self.push(tool_message(results));
         // Answers belong to the calls of this step only.
         self.resolutions.clear();
+        self.hook_verdicts.clear();
         CallsEnd::Done
+    }
+
+    /// Runs the `before_tool` hooks of each call that is to run: a refusal becomes the
+    /// call's result (the model reads why), a new input replaces the model's (before
+    /// the approval shows it and the tool checks it against its schema), and allow or
+    /// ask is kept for the approval.
+    async fn before_tool(
+        &mut self,
+        turn_id: &str,
+        step: u64,
+        calls: &mut [ToolCall],
+        cancel: &CancellationToken,
+    ) {
+        for call in calls.iter_mut() {
+            let settled = matches!(
+                self.resolutions.get(&call.id),
+                Some(Resolution::Denied { .. } | Resolution::Answer { .. })
+            );
+            if self.early.contains_key(&call.id)
+                || settled
+                || !self.has_hooks(HookEvent::BeforeTool, Some(&call.name))
+            {
+                continue;
+            }
+            let fields = json!({
+                "tool_name": call.name,
+                "tool_input": call.input,
+                "tool_use_id": call.id,
+            });
+            let fired = self
+                .fire(
+                    HookEvent::BeforeTool,
+                    (turn_id, step),
+                    Some((&call.name, &call.id)),
+                    fields,
+                    cancel,
+                )
+                .await;
+            if let Some(input) = fired.updated_input {
+                call.input = input;
+            }
+            match fired.decision {
+                Decision::Deny => {
+                    let reason = fired.reason.unwrap_or_default();
+                    self.early.insert(
+                        call.id.clone(),
+                        ToolOutput::error(format!("A hook refused this call: {reason}")),
+                    );
+                }
+                Decision::Allow => {
+                    self.hook_verdicts
+                        .insert(call.id.clone(), super::HookVerdict::Allow);
+                }
+                Decision::Ask => {
+                    self.hook_verdicts
+                        .insert(call.id.clone(), super::HookVerdict::Ask);
+                }
+                Decision::Continue => {}
+            }
+        }
+    }
+
+    /// Runs the `after_tool` hooks of a call that ran: a refusal marks its result
+    /// failed with the hook's reason, and each hook's note is added for the model.
+    async fn after_tool(
+        &self,
+        turn_id: &str,
+        step: u64,
+        call: &ToolCall,
+        output: &mut ToolOutput,
+        cancel: &CancellationToken,
+    ) {
+        if !self.has_hooks(HookEvent::AfterTool, Some(&call.name)) {
+            return;
+        }
+        let fields = json!({
+            "tool_name": call.name,
+            "tool_input": call.input,
+            "tool_use_id": call.id,
+            "tool_response": {"content": output.content, "is_error": output.is_error},
+        });
+        let fired = self
+            .fire(
+                HookEvent::AfterTool,
+                (turn_id, step),
+                Some((&call.name, &call.id)),
+                fields,
+                cancel,
+            )
+            .await;
+        if fired.decision == Decision::Deny {
+            output.is_error = true;
+            let reason = fired.reason.unwrap_or_default();
+            output.content = format!("{}\n\nA hook marked this failed: {reason}", output.content);
+        }
+        for note in fired.context {
+            output.content = format!("{}\n\n{note}", output.content);
+        }
     }
 
     /// Emits `actions.requested`: the calls the model asked for.

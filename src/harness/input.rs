@@ -4,17 +4,32 @@
 use std::collections::HashMap;
 
 use super::Harness;
+use super::HookVerdict;
 use crate::protocol::{EventKind, InputKind, InputRequest, Resolution, ToolCall};
 use crate::tools::ToolOutput;
 
 impl Harness {
+    /// What `call` needs from a person: its tool's policy, unless a `before_tool` hook
+    /// asked the person where the policy would not, or let a call run that the policy
+    /// would ask about (never a question).
+    fn needs_input(&self, call: &ToolCall) -> Option<InputKind> {
+        match (
+            self.registry.needs_input(call),
+            self.hook_verdicts.get(&call.id),
+        ) {
+            (None, Some(HookVerdict::Ask)) => Some(InputKind::Approval),
+            (Some(InputKind::Approval), Some(HookVerdict::Allow)) => None,
+            (kind, _) => kind,
+        }
+    }
+
     /// Settles what the calls need from a person. Returns the calls nobody can settle
     /// here, with the result they get instead, or the request to park the turn on.
     /// Each decision is keyed by its call's id, which is unique in the session, so no
     /// decision can apply to a call the person was not shown.
     pub(super) async fn settle_inputs(
         &mut self,
-        turn_id: &str,
+        (turn_id, step): (&str, u64),
         calls: &[ToolCall],
     ) -> Result<HashMap<String, ToolOutput>, InputRequest> {
         let mut refused = HashMap::new();
@@ -22,7 +37,7 @@ impl Harness {
             if self.early.contains_key(&call.id) || self.resolutions.contains_key(&call.id) {
                 continue;
             }
-            let Some(kind) = self.registry.needs_input(call) else {
+            let Some(kind) = self.needs_input(call) else {
                 continue;
             };
             if kind == InputKind::Approval && self.setup.approve_all {
@@ -50,6 +65,7 @@ impl Harness {
                     turn_id: turn_id.to_string(),
                     request: request.clone(),
                 });
+                self.input_requested((turn_id, step), &request).await;
                 // Let the console show the request before the question is asked.
                 tokio::task::yield_now().await;
                 if let Some(resolution) = asker.ask(&request).await {
@@ -70,6 +86,7 @@ impl Harness {
                     turn_id: turn_id.to_string(),
                     request: request.clone(),
                 });
+                self.input_requested((turn_id, step), &request).await;
                 return Err(request);
             }
             let text = match kind {

@@ -17,6 +17,7 @@ mod emitter;
 mod env;
 mod error;
 mod estimate;
+mod hooks;
 mod input;
 mod model_call;
 pub mod prompt;
@@ -109,8 +110,11 @@ pub struct Harness {
     parked: Option<Parked>,
     /// Answers given in the current turn, by tool call id.
     resolutions: HashMap<String, Resolution>,
-    /// Errors found before a call could run (arguments that are not JSON), by call id.
+    /// Errors found before a call could run (arguments that are not JSON, a hook's
+    /// refusal), by call id.
     early: HashMap<String, ToolOutput>,
+    /// What `before_tool` hooks decided of this step's calls' approvals, by call id.
+    hook_verdicts: HashMap<String, HookVerdict>,
     /// Every tool call id of the session: a new call never reuses one.
     call_ids: HashSet<String>,
     /// The token estimate compaction reads.
@@ -122,6 +126,15 @@ pub struct Harness {
     wind_down: Option<tokio_util::sync::CancellationToken>,
     /// The durable engine whose journal holds the turn's model and tool calls.
     durable: Option<Arc<dyn durable::Durable>>,
+}
+
+/// What a `before_tool` hook decided of a call's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HookVerdict {
+    /// Run it without the approval its policy would ask for.
+    Allow,
+    /// Ask the person, whatever its policy says.
+    Ask,
 }
 
 /// The todo list and read stamps as last written to the journal.

@@ -117,6 +117,7 @@ impl Harness {
             parked: None,
             resolutions: HashMap::new(),
             early: HashMap::new(),
+            hook_verdicts: HashMap::new(),
             call_ids: HashSet::new(),
             estimate: Estimate::default(),
             wind_down: None,

@@ -5,8 +5,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::decide::{self, Limits, Next, Standing, StepEnd};
 use super::error::HarnessError;
+use super::hooks::Decision;
 use super::reply::CallFailure;
 use super::{Harness, calls::CallsEnd, compaction};
+use crate::manifest::hook::HookEvent;
 use crate::protocol::{
     EndReason, EventKind, InputKind, Message, Parked, Resolution, TurnOutcome, Usage,
 };
@@ -26,6 +28,8 @@ pub struct Turn {
     pub hit_max_tokens: bool,
     /// The latest assistant text: the turn's result when it ends.
     pub result: String,
+    /// A `stop` hook kept the turn from ending once: it may not again.
+    pub stop_refused: bool,
 }
 
 impl Turn {
@@ -37,6 +41,7 @@ impl Turn {
             usage_reported: true,
             hit_max_tokens: false,
             result: String::new(),
+            stop_refused: false,
         }
     }
 }
@@ -230,7 +235,47 @@ impl Harness {
             }
             Err(CallFailure::Failed(error)) => StepEnd::Failed(error),
         };
-        self.decide(turn, Some(&end), cancel)
+        let next = self.decide(turn, Some(&end), cancel);
+        if next == Next::End(EndReason::Completed) && !turn.stop_refused {
+            return self.stop_hooks(turn, next, cancel).await;
+        }
+        next
+    }
+
+    /// The model ends the turn: its `stop` hooks may refuse, once a turn, with a reason
+    /// the model reads as the next message, so that it goes on (within the turn's
+    /// limits).
+    async fn stop_hooks(
+        &mut self,
+        turn: &mut Turn,
+        next: Next,
+        cancel: &CancellationToken,
+    ) -> Next {
+        if !self.has_hooks(HookEvent::Stop, None) {
+            return next;
+        }
+        let fields = serde_json::json!({
+            "stop_hook_active": false,
+            "last_assistant_message": turn.result,
+        });
+        let fired = self
+            .fire(
+                HookEvent::Stop,
+                (&turn.id, turn.steps),
+                None,
+                fields,
+                cancel,
+            )
+            .await;
+        if fired.decision != Decision::Deny {
+            return next;
+        }
+        turn.stop_refused = true;
+        let reason = fired.reason.unwrap_or_default();
+        self.push(Message::User {
+            text: format!("Stop hook feedback: {reason}"),
+        });
+        self.decide(turn, None, cancel)
     }
 
     /// Commits a complete reply to the history and runs its calls.

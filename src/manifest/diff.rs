@@ -46,6 +46,7 @@ pub fn summarize(old: &Manifest, new: &Manifest) -> String {
                 .map(|change| unconfined(change, new))
                 .collect(),
         ),
+        ("hooks", named_changes(&old.hooks, &new.hooks, |h| &h.name)),
         (
             "files",
             named_changes(&old.executed, &new.executed, |e| &e.path),

@@ -4,6 +4,7 @@ mod approval;
 pub mod connection;
 pub mod diff;
 pub mod eval;
+pub mod hook;
 pub mod model;
 pub mod script;
 
@@ -29,6 +30,9 @@ pub struct Manifest {
     /// MCP servers whose tools the agent uses (their offered tools are in `tools`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connections: Vec<connection::Connection>,
+    /// `hooks/<name>.toml`, in file-name order: the order they run in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<hook::Hook>,
     /// The entries of the agent directory its commands run (`servers` of
     /// `{{ agent_dir }}/servers/stats.mjs`), each with the hash of its files: part of
     /// the definition.

@@ -162,6 +162,32 @@ pub enum EventKind {
         step: u64,
         text: String,
     },
+    /// A hook ran (docs/hooks.md): what it decided, and how long it took.
+    #[serde(rename = "hook.completed")]
+    HookCompleted {
+        turn_id: String,
+        step: u64,
+        /// The hook's name (its file name without `.toml`).
+        hook: String,
+        /// The event it ran at (`before_tool`, `stop`, …).
+        event: String,
+        /// The tool call it was about, for `before_tool` and `after_tool`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// `continue`, `allow`, `deny`, `ask` or `block`.
+        decision: String,
+        /// Why, as the hook said (or why it failed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The input it gave the call instead of the model's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_input: Option<serde_json::Value>,
+        /// The hook failed (timed out, crashed, answered what eve cannot read) and its
+        /// `on_error` decided.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        failed: bool,
+        duration_ms: u64,
+    },
     #[serde(rename = "actions.requested")]
     ActionsRequested {
         turn_id: String,
@@ -300,6 +326,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "reasoning.appended",
     "actions.requested",
     "action.result",
+    "hook.completed",
     "tools.changed",
     "input.requested",
     "input.resolved",
@@ -326,6 +353,7 @@ impl EventKind {
             EventKind::StepStarted { .. } => "step.started",
             EventKind::MessageAppended { .. } => "message.appended",
             EventKind::ReasoningAppended { .. } => "reasoning.appended",
+            EventKind::HookCompleted { .. } => "hook.completed",
             EventKind::ActionsRequested { .. } => "actions.requested",
             EventKind::ActionResult { .. } => "action.result",
             EventKind::ToolsChanged { .. } => "tools.changed",

@@ -129,6 +129,23 @@ impl Finished {
     }
 }
 
+/// Where the program a command names is, looked up as `PATH` says before it starts,
+/// never in a folder the model may write (the workspace, the sandbox's writable
+/// folders): the error says why it cannot start.
+pub fn find(program: &str, ctx: &ToolContext) -> Result<std::path::PathBuf, String> {
+    let writable = ctx
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.recipe.as_ref())
+        .map_or_else(
+            || vec![ctx.workspace.clone()],
+            crate::sandbox::Recipe::writable_folders,
+        );
+    let path = std::env::var_os("PATH");
+    crate::sandbox::program::resolve(program, &ctx.workspace, path.as_deref(), &writable)
+        .map_err(|why| format!("cannot start `{program}`: {why}"))
+}
+
 /// Runs `program` with `args` to its end, in the workspace, with eve's environment but
 /// the hidden variables. `stdin` is written to it (then closed), or stdin is closed from
 /// the start. `limit` bytes of each output stream are kept. The error is the one of

@@ -18,6 +18,7 @@ mod command_tools;
 mod connections;
 mod dev;
 mod evals;
+mod hooks;
 mod import;
 mod network;
 mod page;

@@ -421,11 +421,19 @@ fn eve_schema_prints_one_schema_and_refuses_an_unknown_kind() {
         fs::read_to_string(repo().join("schemas/tools/bash.json")).unwrap()
     );
 
+    let out = eve().args(["schema", "hook"]).output().unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        fs::read_to_string(repo().join("schemas/hook.json")).unwrap()
+    );
+
     let bad = eve().args(["schema", "agnet"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
     let stderr = String::from_utf8(bad.stderr).unwrap();
     assert!(
-        stderr.contains("[possible values: agent, tool, connection-tool, connection, eval, skill]"),
+        stderr.contains(
+            "[possible values: agent, tool, connection-tool, connection, eval, skill, hook]"
+        ),
         "{stderr}"
     );
     assert!(

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod connection;
 pub mod eval;
+pub mod hook;
 pub mod skill;
 pub mod tool;
 

@@ -65,6 +65,12 @@ fn kinds() -> Vec<FileKind> {
             ],
         },
         FileKind {
+            name: "hook",
+            path: "hooks/guard.toml",
+            root: &super::hook::HOOK,
+            bases: vec![json!({ "event": "before_tool", "command": ["true"] })],
+        },
+        FileKind {
             name: "eval",
             path: "evals/case.toml",
             root: &super::eval::CASE,
@@ -262,6 +268,9 @@ fn report(kind: &FileKind, doc: &Value) -> Vec<String> {
         }
         "connection" => {
             connections::read_all(&[loaded(toml_text(doc))], &mut diags);
+        }
+        "hook" => {
+            crate::compiler::hooks::compile(&[loaded(toml_text(doc))], &[], &mut diags);
         }
         "eval" => {
             let manifest = eval_agent();
@@ -656,6 +665,7 @@ fn every_key_is_documented() {
         ("connection tool", page("connections.md")),
         ("connection", page("connections.md")),
         ("eval", page("evals.md")),
+        ("hook", page("hooks.md")),
         ("skill", page("agent-directory.md")),
     ]
     .into_iter()

@@ -58,24 +58,9 @@ impl CommandTool {
         let Some((program, args)) = argv.split_first() else {
             return ToolOutput::error("the command is empty");
         };
-        // Looked up before the process starts, never in a folder the model may write.
-        let writable = ctx
-            .sandbox
-            .as_ref()
-            .and_then(|s| s.recipe.as_ref())
-            .map_or_else(
-                || vec![ctx.workspace.clone()],
-                crate::sandbox::Recipe::writable_folders,
-            );
-        let path = std::env::var_os("PATH");
-        let found = match crate::sandbox::program::resolve(
-            program,
-            &ctx.workspace,
-            path.as_deref(),
-            &writable,
-        ) {
+        let found = match process::find(program, ctx) {
             Ok(found) => found,
-            Err(why) => return ToolOutput::error(format!("cannot start `{program}`: {why}")),
+            Err(why) => return ToolOutput::error(why),
         };
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let payload = serde_json::to_vec(input).unwrap_or_default();

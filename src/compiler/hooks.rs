@@ -1,0 +1,210 @@
+//! `hooks/<name>.toml`: each hook file read against its shape, and the tools it names
+//! checked against the tools the agent has — a hook that could never fire is an error,
+//! as a misspelled tool file is.
+
+use super::diagnostic::{Diagnostic, Diagnostics, code};
+use super::loaded::Loaded;
+use super::shape::hook::{HOOK, HOOK_TIMEOUT_SECS, MAX_HOOK_TIMEOUT_SECS};
+use super::source::SourceFile;
+use super::toml_reader::{Spanned, TableReader, TomlFile};
+use crate::manifest::Tool;
+use crate::manifest::hook::{Hook, HookEvent, OnError};
+use crate::suggest;
+
+/// The hooks of `files`, in file-name order; `tools` are the agent's compiled tools
+/// (its connections' included). A file with an error gives no hook.
+pub fn compile(files: &[Loaded], tools: &[Tool], diags: &mut Diagnostics) -> Vec<Hook> {
+    files
+        .iter()
+        .filter_map(|file| compile_one(file, tools, diags))
+        .collect()
+}
+
+fn compile_one(file: &Loaded, tools: &[Tool], diags: &mut Diagnostics) -> Option<Hook> {
+    let name = file
+        .path
+        .trim_start_matches("hooks/")
+        .trim_end_matches(".toml")
+        .to_string();
+    if !super::skills::is_valid_name(&name) {
+        diags.push(
+            Diagnostic::error(
+                code::INVALID_HOOK_NAME,
+                format!("invalid hook name `{name}`"),
+            )
+            .file(file.display.clone())
+            .note("hook names are lowercase letters, digits, `-` and `_`, starting with a letter or digit, at most 64 characters"),
+        );
+        return None;
+    }
+    let src = SourceFile::new(&file.display, &file.text);
+    let toml = match TomlFile::parse(src) {
+        Ok(toml) => toml,
+        Err(diagnostic) => {
+            diags.push(*diagnostic);
+            return None;
+        }
+    };
+    let mut root = toml.root(&HOOK);
+    let hook = read(name, &mut root, tools);
+    root.finish();
+    let problems = toml.into_diagnostics();
+    let ok = !problems.has_errors();
+    diags.extend(problems);
+    hook.filter(|_| ok)
+}
+
+fn read(name: String, root: &mut TableReader<'_>, tools: &[Tool]) -> Option<Hook> {
+    let toml = root.file();
+    let event = root.string("event").and_then(|e| {
+        let event = HookEvent::from_name(&e.value);
+        if event.is_none() {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    format!("unknown hook event `{}`", e.value),
+                )
+                .at(&toml.src, e.span)
+                .note(format!(
+                    "`event` is one of {}",
+                    HookEvent::NAMES
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .suggest(suggest::closest(&e.value, HookEvent::NAMES.iter().copied())),
+            );
+        }
+        event
+    });
+    let command = root.string_array("command").and_then(|argv| {
+        if argv.first().is_none_or(|p| p.value.trim().is_empty()) {
+            toml.error(
+                code::INVALID_VALUE,
+                "`command` must name a program",
+                root.key_span("command"),
+            );
+            return None;
+        }
+        Some(argv.into_iter().map(|a| a.value).collect::<Vec<_>>())
+    });
+    let timeout_secs = match root.positive_int("timeout_secs") {
+        Some(t) if t.value > MAX_HOOK_TIMEOUT_SECS => {
+            toml.error(
+                code::OUT_OF_RANGE,
+                format!(
+                    "`timeout_secs` is at most {MAX_HOOK_TIMEOUT_SECS} (a hook holds up the turn), found {}",
+                    t.value
+                ),
+                t.span,
+            );
+            None
+        }
+        Some(t) => Some(t.value),
+        None => Some(HOOK_TIMEOUT_SECS),
+    };
+    let on_error = read_on_error(root);
+    let _ = root.string("description");
+    let patterns = root.string_array("tools").unwrap_or_default();
+    let event = event?;
+    if !check_tools(event, &patterns, root, tools) {
+        return None;
+    }
+    let on_error = match on_error {
+        Some(Some(on_error)) => on_error,
+        Some(None) => return None,
+        None => event.default_on_error(),
+    };
+    Some(Hook {
+        name,
+        event,
+        tools: patterns.into_iter().map(|p| p.value).collect(),
+        command: command?,
+        timeout_secs: timeout_secs?,
+        on_error,
+    })
+}
+
+/// `on_error`: `None` when not written, `Some(None)` when unknown (reported).
+fn read_on_error(root: &mut TableReader<'_>) -> Option<Option<OnError>> {
+    let toml = root.file();
+    root.string("on_error").map(|o| match o.value.as_str() {
+        "allow" => Some(OnError::Allow),
+        "deny" => Some(OnError::Deny),
+        _ => {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    format!("unknown `on_error` value `{}`", o.value),
+                )
+                .at(&toml.src, o.span)
+                .note("`on_error` is `allow` or `deny`")
+                .suggest(suggest::closest(&o.value, OnError::NAMES.iter().copied())),
+            );
+            None
+        }
+    })
+}
+
+/// Whether the hook's `tools` fit its event and each names a tool of the agent
+/// (reported when not).
+fn check_tools(
+    event: HookEvent,
+    patterns: &[Spanned<String>],
+    root: &TableReader<'_>,
+    tools: &[Tool],
+) -> bool {
+    let toml = root.file();
+    if !patterns.is_empty() && !event.is_tool_event() {
+        toml.report(
+            Diagnostic::error(
+                code::HOOK_TOOLS_NOT_FOR_EVENT,
+                format!("`tools` does not apply to `{}` hooks", event.name()),
+            )
+            .at(&toml.src, root.key_span("tools"))
+            .help("only `before_tool` and `after_tool` hooks are about a tool: remove `tools`"),
+        );
+        return false;
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let mut ok = true;
+    for pattern in patterns {
+        if !matches_a_tool(&pattern.value, &names) {
+            ok = false;
+            toml.report(
+                Diagnostic::error(
+                    code::UNKNOWN_HOOK_TOOL,
+                    format!("`{}` matches no tool of this agent", pattern.value),
+                )
+                .at(&toml.src, pattern.span.clone())
+                .note("a hook on a tool the agent does not have would never run")
+                .suggest(suggest::closest(&pattern.value, names.iter().copied())),
+            );
+        }
+    }
+    ok
+}
+
+/// Whether `pattern` (a name, or a glob when it holds `*`, `?` or `[`) names a tool.
+fn matches_a_tool(pattern: &str, names: &[&str]) -> bool {
+    if pattern.contains(['*', '?', '[']) {
+        names
+            .iter()
+            .any(|name| crate::pattern::glob_matches(pattern, name))
+    } else {
+        names.contains(&pattern)
+    }
+}
+
+/// Whether the hook applies to a call of `tool`.
+pub fn applies_to(hook: &Hook, tool: &str) -> bool {
+    hook.tools.is_empty()
+        || hook.tools.iter().any(|p| {
+            if p.contains(['*', '?', '[']) {
+                crate::pattern::glob_matches(p, tool)
+            } else {
+                p == tool
+            }
+        })
+}

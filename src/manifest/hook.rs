@@ -1,0 +1,95 @@
+//! Hooks: the author's programs that eve runs at fixed points of a turn
+//! (`hooks/<name>.toml`, docs/hooks.md).
+
+use serde::{Deserialize, Serialize};
+
+/// One hook file, compiled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hook {
+    /// The file's name without `.toml`: what events and messages call it.
+    pub name: String,
+    pub event: HookEvent,
+    /// The tools it applies to, as names or globs (`github__*`), each checked at build
+    /// time against the tools the agent has; empty: every tool. Tool events only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// The program and its arguments; `{{ agent_dir }}` and `{{ workspace }}` are
+    /// replaced when it runs.
+    pub command: Vec<String>,
+    pub timeout_secs: u64,
+    /// What a hook that fails (times out, crashes, answers garbage) decides.
+    pub on_error: OnError,
+}
+
+/// Where in a turn a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookEvent {
+    /// A tool call, before it runs (and before its approval): may allow, deny, or ask.
+    BeforeTool,
+    /// A tool call's result, before the model reads it: may add a note, or mark it failed.
+    AfterTool,
+    /// The model ends its turn: may refuse once with a reason, so it goes on.
+    Stop,
+    /// A question or an approval waits for the person.
+    InputRequested,
+}
+
+impl HookEvent {
+    /// Every event, by its name in a hook file.
+    pub const NAMES: &[&str] = &["before_tool", "after_tool", "stop", "input_requested"];
+
+    /// The event with this name.
+    pub fn from_name(name: &str) -> Option<HookEvent> {
+        use HookEvent::*;
+        [BeforeTool, AfterTool, Stop, InputRequested]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
+
+    /// Its name in a hook file.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::BeforeTool => "before_tool",
+            HookEvent::AfterTool => "after_tool",
+            HookEvent::Stop => "stop",
+            HookEvent::InputRequested => "input_requested",
+        }
+    }
+
+    /// Claude Code's name for it (`hook_event_name`), which existing hook scripts read.
+    pub fn claude_name(self) -> &'static str {
+        match self {
+            HookEvent::BeforeTool => "PreToolUse",
+            HookEvent::AfterTool => "PostToolUse",
+            HookEvent::Stop => "Stop",
+            HookEvent::InputRequested => "Notification",
+        }
+    }
+
+    /// Whether it is about one tool call (`tools` applies).
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, HookEvent::BeforeTool | HookEvent::AfterTool)
+    }
+
+    /// What a failing hook decides unless its file says: a `before_tool` hook that
+    /// cannot answer keeps the call from running; the others let the turn go on.
+    pub fn default_on_error(self) -> OnError {
+        match self {
+            HookEvent::BeforeTool => OnError::Deny,
+            _ => OnError::Allow,
+        }
+    }
+}
+
+/// A failing hook's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    Allow,
+    Deny,
+}
+
+impl OnError {
+    pub const NAMES: &[&str] = &["allow", "deny"];
+}

@@ -1,0 +1,323 @@
+//! Hooks (issue 27): the author's programs at a turn's step boundaries, through the
+//! binary with a scripted model — a `before_tool` hook that refuses `rm -rf`, an
+//! `after_tool` formatter, a `stop` hook that refuses once, an `input_requested`
+//! notifier — and the build's checks of hook files.
+
+use serde_json::Value;
+
+use crate::common::agent::Agent;
+use crate::common::eve;
+
+/// A `before_tool` guard on `bash`, as a Python script reading Claude Code's fields.
+const NO_RM_RF: &str = r#"import json, sys
+event = json.load(sys.stdin)
+assert event["hook_event_name"] == "PreToolUse" and event["event"] == "before_tool"
+if "rm -rf" in event["tool_input"].get("command", ""):
+    print("rm -rf is not allowed in this workspace", file=sys.stderr)
+    sys.exit(2)
+"#;
+
+fn build(agent: &Agent) -> (i32, String) {
+    let out = eve().arg("build").arg(&agent.dir).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Everything the scripted model was sent, as one string.
+fn sent(agent: &Agent) -> String {
+    agent
+        .requests()
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_before_tool_hook_keeps_rm_rf_from_running_and_the_model_reads_why() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/no-rm-rf.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/no_rm_rf.py\"]\n",
+        )
+        .file("hooks/no_rm_rf.py", NO_RM_RF)
+        .workspace_file("x/keep.txt", "precious\n")
+        .replies(
+            "- tool_calls: [{name: bash, input: {command: \"rm -rf x\"}}]\n- tool_calls: [{name: bash, input: {command: \"echo fine\"}}]\n- text: ok\n",
+        )
+        .build();
+    let out = agent.run(&["clean up"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(agent.workspace.join("x/keep.txt").exists(), "rm -rf ran");
+    assert!(
+        stderr.contains("⚑ hook no-rm-rf: deny — rm -rf is not allowed in this workspace"),
+        "{stderr}"
+    );
+    let sent = sent(&agent);
+    assert!(
+        sent.contains("A hook refused this call: rm -rf is not allowed in this workspace"),
+        "{sent}"
+    );
+    // The allowed call ran; the hook's run is in the log with its decision.
+    assert!(sent.contains("fine"), "{sent}");
+    let log = std::fs::read_to_string(agent.session_log()).unwrap();
+    assert_eq!(log.matches("\"hook.completed\"").count(), 2, "{log}");
+    assert!(log.contains("\"decision\":\"deny\""));
+}
+
+#[test]
+fn an_after_tool_hook_formats_the_written_file_and_adds_a_note() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/format.toml",
+            "event = \"after_tool\"\ntools = [\"write_file\"]\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/fmt.py\"]\n",
+        )
+        .file(
+            "hooks/fmt.py",
+            "import json, os, sys\nevent = json.load(sys.stdin)\npath = os.path.join(event[\"cwd\"], event[\"tool_input\"][\"path\"])\ntext = open(path).read()\nopen(path, \"w\").write(\"\".join(l.rstrip() + \"\\n\" for l in text.splitlines()))\nprint(\"formatted \" + event[\"tool_input\"][\"path\"])\n",
+        )
+        .replies(
+            "- tool_calls: [{name: write_file, input: {path: a.txt, content: \"hello   \\nworld  \\n\"}}]\n- text: written\n",
+        )
+        .build();
+    let out = agent.run(&["write it"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(agent.workspace.join("a.txt")).unwrap(),
+        "hello\nworld\n"
+    );
+    assert!(sent(&agent).contains("formatted a.txt"));
+}
+
+#[test]
+fn a_stop_hook_that_refuses_once_makes_the_model_take_one_more_step() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/tests-first.toml",
+            "event = \"stop\"\ncommand = [\"sh\", \"-c\", \"echo 'run the tests first' >&2; exit 2\"]\n",
+        )
+        .replies("- text: done\n- text: tests pass, done\n")
+        .build();
+    let out = agent.run(&["-o", "json", "finish"]);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["end_reason"], "completed");
+    assert_eq!(result["steps"], 2, "one more step, and only one");
+    assert_eq!(result["result"], "tests pass, done");
+    assert!(sent(&agent).contains("Stop hook feedback: run the tests first"));
+}
+
+#[test]
+fn an_input_requested_hook_is_called_when_an_approval_waits() {
+    let agent = Agent::builder()
+        .tool("bash", "approval = \"always\"\n")
+        .file(
+            "hooks/notify.toml",
+            "event = \"input_requested\"\ncommand = [\"sh\", \"-c\", \"cat > notified.json\"]\n",
+        )
+        .replies("- tool_calls: [{name: bash, input: {command: \"echo hi\"}}]\n- text: ok\n")
+        .build();
+    let out = agent.run(&["say hi"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("waiting: `bash` needs your approval"),
+        "{stderr}"
+    );
+    let notified: Value = serde_json::from_str(
+        &std::fs::read_to_string(agent.workspace.join("notified.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(notified["notification_type"], "approval");
+    assert_eq!(notified["hook_event_name"], "Notification");
+    assert_eq!(notified["tool_name"], "bash");
+    assert_eq!(notified["tool_input"]["command"], "echo hi");
+}
+
+#[test]
+fn a_hook_that_never_answers_is_killed_and_its_failure_policy_decides() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/slow.toml",
+            "event = \"before_tool\"\ncommand = [\"sleep\", \"30\"]\ntimeout_secs = 1\n",
+        )
+        .workspace_file("x/keep.txt", "precious\n")
+        .replies("- tool_calls: [{name: bash, input: {command: \"rm -rf x\"}}]\n- text: ok\n")
+        .build();
+    let out = agent.run(&["go"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(agent.workspace.join("x/keep.txt").exists());
+    assert!(
+        sent(&agent).contains("the hook `slow` failed: it timed out after 1 s"),
+        "{}",
+        sent(&agent)
+    );
+}
+
+#[test]
+fn hook_files_are_checked_at_build_time() {
+    for (toml, expected) in [
+        (
+            "event = \"before_tool\"\ntools = [\"bsh\"]\ncommand = [\"true\"]\n",
+            "error[E1002]: `bsh` matches no tool of this agent",
+        ),
+        (
+            "event = \"before_tool\"\ntools = [\"bsh\"]\ncommand = [\"true\"]\n",
+            "did you mean `bash`?",
+        ),
+        (
+            "event = \"befor_tool\"\ncommand = [\"true\"]\n",
+            "did you mean `before_tool`?",
+        ),
+        (
+            "event = \"stop\"\ntools = [\"bash\"]\ncommand = [\"true\"]\n",
+            "error[E1003]: `tools` does not apply to `stop` hooks",
+        ),
+        (
+            "event = \"stop\"\ncomand = [\"true\"]\n",
+            "did you mean `command`?",
+        ),
+        (
+            "event = \"stop\"\ncommand = [\"true\"]\non_error = \"alow\"\n",
+            "did you mean `allow`?",
+        ),
+        (
+            "event = \"after_tool\"\ntools = [\"nothing__*\"]\ncommand = [\"true\"]\n",
+            "`nothing__*` matches no tool of this agent",
+        ),
+    ] {
+        let agent = Agent::builder().file("hooks/h.toml", toml).build();
+        let (code, stderr) = build(&agent);
+        assert_eq!(code, 1, "{toml}: {stderr}");
+        assert!(stderr.contains(expected), "{toml}: {stderr}");
+    }
+    let ok = Agent::builder()
+        .file(
+            "hooks/guard.toml",
+            "event = \"before_tool\"\ntools = [\"bash\", \"*_file\"]\ncommand = [\"true\"]\n",
+        )
+        .replies("- text: hi\n")
+        .build();
+    let (code, stderr) = build(&ok);
+    assert_eq!(code, 0, "{stderr}");
+    let hooks = &ok.manifest()["hooks"];
+    assert_eq!(hooks[0]["name"], "guard");
+    assert_eq!(hooks[0]["on_error"], "deny");
+    assert_eq!(hooks[0]["timeout_secs"], 60);
+}
+
+/// A `before_tool` hook that gives `bash` another command, as JSON on stdout.
+const REWRITE: &str = r#"import json, sys
+event = json.load(sys.stdin)
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": "echo rewritten > out.txt"}}}))
+"#;
+
+#[test]
+fn a_rewritten_input_is_what_the_person_approves_and_what_runs() {
+    let agent = Agent::builder()
+        .tool("bash", "approval = \"always\"\n")
+        .file(
+            "hooks/rewrite.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/rewrite.py\"]\n",
+        )
+        .file("hooks/rewrite.py", REWRITE)
+        .replies("- tool_calls: [{name: bash, input: {command: \"echo original > out.txt\"}}]\n- text: ok\n")
+        .build();
+    let out = agent.run(&["go"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The approval shows the command that would run, not the model's.
+    assert!(stderr.contains("echo rewritten > out.txt"), "{stderr}");
+    assert!(!agent.workspace.join("out.txt").exists());
+    let id = agent
+        .session_log()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let approved = agent.run(&["--session", &id, "--approve"]);
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(agent.workspace.join("out.txt")).unwrap(),
+        "rewritten\n"
+    );
+}
+
+#[test]
+fn a_rewritten_input_the_tools_schema_refuses_never_runs() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/bad.toml",
+            "event = \"before_tool\"\ncommand = [\"sh\", \"-c\", \"echo '{\\\"updated_input\\\": {\\\"command\\\": 5}}'\"]\n",
+        )
+        .replies("- tool_calls: [{name: bash, input: {command: \"touch made.txt\"}}]\n- text: ok\n")
+        .build();
+    let out = agent.run(&["go"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!agent.workspace.join("made.txt").exists());
+    let sent = sent(&agent);
+    assert!(sent.contains("Invalid arguments for `bash`"), "{sent}");
+    let log = std::fs::read_to_string(agent.session_log()).unwrap();
+    assert!(log.contains("\"updated_input\":{\"command\":5}"), "{log}");
+}
+
+#[test]
+fn a_hook_the_model_adds_is_held_for_review_and_an_edited_hook_rebuilds() {
+    // Unconfined, so that the model's `bash` can write the agent directory: the review
+    // is the layer under test, whatever wrote the file.
+    let agent = Agent::builder()
+        .in_place()
+        .toml("[sandbox]\nmode = \"off\"\n")
+        .file(
+            "hooks/audit.toml",
+            "event = \"before_tool\"\ncommand = [\"true\"]\non_error = \"allow\"\n",
+        )
+        .replies(
+            "- tool_calls: [{name: bash, input: {command: \"printf 'event = \\\"stop\\\"\\\\ncommand = [\\\"true\\\"]\\\\n' > hooks/allow-all.toml\"}}]\n- text: done\n",
+        )
+        .build();
+    let first = agent.run(&["go"]);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(agent.dir.join("hooks/allow-all.toml").is_file());
+    let again = agent.run(&["again"]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_ne!(again.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("hooks +allow-all"), "{stderr}");
+
+    // A hook edited by its author is seen by the next build (the build cache covers
+    // `hooks/`).
+    let build = |agent: &Agent| {
+        let out = eve().arg("build").arg(&agent.dir).output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    std::fs::remove_file(agent.dir.join("hooks/allow-all.toml")).unwrap();
+    build(&agent);
+    std::fs::write(
+        agent.dir.join("hooks/audit.toml"),
+        "event = \"before_tool\"\ncommand = [\"true\"]\non_error = \"deny\"\n",
+    )
+    .unwrap();
+    build(&agent);
+    assert_eq!(agent.manifest()["hooks"][0]["on_error"], "deny");
+    std::fs::write(
+        agent.dir.join("hooks/audit.toml"),
+        "event = \"before_tool\"\ncommand = [\"true\"]\non_error = \"maybe\"\n",
+    )
+    .unwrap();
+    assert!(build(&agent).contains("unknown `on_error` value `maybe`"));
+}
