@@ -126,28 +126,34 @@ impl Harness {
                 self.resolutions.get(&call.id),
                 Some(Resolution::Denied { .. } | Resolution::Answer { .. })
             );
+            // A deferred tool reached through `call_tool` is hooked as itself.
+            let (name, input) = self.target(call);
             if self.early.contains_key(&call.id)
                 || settled
-                || !self.has_hooks(HookEvent::BeforeTool, Some(&call.name))
+                || !self.has_hooks(HookEvent::BeforeTool, Some(&name))
             {
                 continue;
             }
             let fields = json!({
-                "tool_name": call.name,
-                "tool_input": call.input,
+                "tool_name": name,
+                "tool_input": input,
                 "tool_use_id": call.id,
             });
             let fired = self
                 .fire(
                     HookEvent::BeforeTool,
                     (turn_id, step),
-                    Some((&call.name, &call.id)),
+                    Some((&name, &call.id)),
                     fields,
                     cancel,
                 )
                 .await;
             if let Some(input) = fired.updated_input {
-                call.input = input;
+                if name == call.name {
+                    call.input = input;
+                } else {
+                    call.input = json!({"name": name, "input": input});
+                }
             }
             match fired.decision {
                 Decision::Deny => {
@@ -180,12 +186,13 @@ impl Harness {
         output: &mut ToolOutput,
         cancel: &CancellationToken,
     ) {
-        if !self.has_hooks(HookEvent::AfterTool, Some(&call.name)) {
+        let (name, input) = self.target(call);
+        if !self.has_hooks(HookEvent::AfterTool, Some(&name)) {
             return;
         }
         let fields = json!({
-            "tool_name": call.name,
-            "tool_input": call.input,
+            "tool_name": name,
+            "tool_input": input,
             "tool_use_id": call.id,
             "tool_response": {"content": output.content, "is_error": output.is_error},
         });
@@ -193,7 +200,7 @@ impl Harness {
             .fire(
                 HookEvent::AfterTool,
                 (turn_id, step),
-                Some((&call.name, &call.id)),
+                Some((&name, &call.id)),
                 fields,
                 cancel,
             )
@@ -206,6 +213,14 @@ impl Harness {
         for note in fired.context {
             output.content = format!("{}\n\n{note}", output.content);
         }
+    }
+
+    /// The name and input of the tool a call runs: for `call_tool`, the deferred tool
+    /// it names; a call that names no tool, as it is.
+    fn target(&self, call: &ToolCall) -> (String, serde_json::Value) {
+        self.registry
+            .target(call)
+            .unwrap_or_else(|| (call.name.clone(), call.input.clone()))
     }
 
     /// Emits `actions.requested`: the calls the model asked for.

@@ -99,10 +99,9 @@ impl Harness {
     /// Whether any hook runs at `event` (for `tool`, on tool events).
     pub(super) fn has_hooks(&self, event: HookEvent, tool: Option<&str>) -> bool {
         self.setup
-            .manifest
             .hooks
             .iter()
-            .any(|h| applies(h, event, tool))
+            .any(|(h, _)| applies(h, event, tool))
     }
 
     /// Runs the hooks of `event` that apply (to `tool`), in order, each with the event's
@@ -122,17 +121,20 @@ impl Harness {
         }
         let ctx = self.tool_context(cancel);
         let (turn_id, step) = at;
-        let hooks: Vec<Hook> = self
+        let hooks: Vec<(Hook, std::path::PathBuf)> = self
             .setup
-            .manifest
             .hooks
             .iter()
-            .filter(|h| applies(h, event, tool.map(|(name, _)| name)))
+            .filter(|(h, _)| applies(h, event, tool.map(|(name, _)| name)))
             .cloned()
             .collect();
-        for hook in &hooks {
-            let payload = self.payload(event, turn_id, &fields);
+        for (hook, agent_dir) in &hooks {
+            let payload = self.payload(event, turn_id, agent_dir, &fields);
             let started = Instant::now();
+            let ctx = ToolContext {
+                agent_dir: agent_dir.clone(),
+                ..ctx.clone()
+            };
             let answer = run(hook, &payload, &ctx).await;
             let decision = answer.decision;
             self.emitter.emit(EventKind::HookCompleted {
@@ -214,14 +216,20 @@ impl Harness {
 
     /// The JSON a hook reads: the session's and turn's ids, the event (in eve's name and
     /// Claude Code's), the workspace as `cwd`, and the event's own `fields`.
-    fn payload(&self, event: HookEvent, turn_id: &str, fields: &Value) -> Vec<u8> {
+    fn payload(
+        &self,
+        event: HookEvent,
+        turn_id: &str,
+        agent_dir: &std::path::Path,
+        fields: &Value,
+    ) -> Vec<u8> {
         let mut payload = json!({
             "session_id": self.session_id,
             "turn_id": turn_id,
             "hook_event_name": event.claude_name(),
             "event": event.name(),
             "cwd": self.setup.workspace,
-            "agent_dir": self.setup.agent_dir,
+            "agent_dir": agent_dir,
         });
         if let (Some(payload), Some(fields)) = (payload.as_object_mut(), fields.as_object()) {
             payload.extend(fields.clone());

@@ -84,6 +84,10 @@ pub struct Setup {
     /// The entries of the top agent directory that commands run, relative to it
     /// ([`Manifest::executed_paths`] of the top agent; a child agent keeps its
     /// parent's): file tools keep them with the definition.
+    /// The hooks this session runs, each with the agent directory it belongs to: its
+    /// own agent's, and for a child agent its parents' first (a parent's guard holds
+    /// for what it delegates).
+    pub hooks: Arc<Vec<(crate::manifest::hook::Hook, PathBuf)>>,
     pub executed: Arc<Vec<String>>,
     /// The environment the instructions' `[instructions] env` variables are read from
     /// (the process's for a run; empty unless set: the harness reads no environment of

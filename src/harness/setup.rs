@@ -28,6 +28,13 @@ impl Setup {
             max_steps: manifest.agent.limits.max_steps,
             hidden_env: crate::providers::key_variables(&manifest),
             executed: Arc::new(manifest.executed_paths()),
+            hooks: Arc::new(
+                manifest
+                    .hooks
+                    .iter()
+                    .map(|h| (h.clone(), agent_dir.clone()))
+                    .collect(),
+            ),
             manifest,
             agent_dir,
             workspace,
@@ -113,8 +120,23 @@ impl Setup {
         model: Resolved,
         connections: Option<Arc<Connections>>,
     ) -> Setup {
+        // The `agent` tool's copy is this agent: its hooks are these. A subagent adds
+        // its own after them.
+        let hooks = if agent_dir == self.agent_dir {
+            self.hooks.clone()
+        } else {
+            let mut hooks = self.hooks.as_ref().clone();
+            hooks.extend(
+                manifest
+                    .hooks
+                    .iter()
+                    .map(|h| (h.clone(), agent_dir.clone())),
+            );
+            Arc::new(hooks)
+        };
         Setup {
             max_steps: manifest.agent.limits.max_steps,
+            hooks,
             manifest,
             agent_dir,
             workspace: self.workspace.clone(),

@@ -321,3 +321,48 @@ fn a_hook_the_model_adds_is_held_for_review_and_an_edited_hook_rebuilds() {
     .unwrap();
     assert!(build(&agent).contains("unknown `on_error` value `maybe`"));
 }
+
+#[test]
+fn a_parents_guard_holds_for_its_subagents_and_for_deferred_tools() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/no-rm-rf.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/no_rm_rf.py\"]\n",
+        )
+        .file("hooks/no_rm_rf.py", NO_RM_RF)
+        .file("subagents/cleaner/agent.toml", "description = \"Cleans up\"\n")
+        .file("subagents/cleaner/instructions.md", "Clean.\n")
+        .tool("bash", "defer = true\n")
+        .workspace_file("x/keep.txt", "precious\n")
+        .replies(
+            "- tool_calls: [{name: cleaner, input: {task: \"remove x\"}}]\n- tool_calls: [{name: bash, input: {command: \"rm -rf x\"}}]\n- text: could not\n- tool_calls: [{name: call_tool, input: {name: bash, input: {command: \"rm -rf x\"}}}]\n- text: done\n",
+        )
+        .build();
+    let out = agent.run(&["-o", "stream-json", "clean up"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        agent.workspace.join("x/keep.txt").exists(),
+        "rm -rf ran: {stderr}"
+    );
+    // Denied twice: in the subagent's session (its events carry its session id) and,
+    // through `call_tool`, in the agent's own.
+    let denials: Vec<(bool, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "hook.completed" && e["data"]["decision"] == "deny")
+        .map(|e| {
+            (
+                e["meta"]["session_id"].is_string(),
+                e["data"]["hook"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        denials,
+        [
+            (true, "no-rm-rf".to_string()),
+            (false, "no-rm-rf".to_string())
+        ]
+    );
+}

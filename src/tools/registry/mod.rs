@@ -111,6 +111,14 @@ impl Registry {
         self.entries.iter().find(|e| e.spec.name == name)
     }
 
+    /// The name and input of the tool a call runs (for `call_tool`, the deferred tool it
+    /// names), or `None` when the call names no tool it can run.
+    pub fn target(&self, call: &ToolCall) -> Option<(String, Value)> {
+        self.resolve(call)
+            .ok()
+            .map(|(entry, input)| (entry.spec.name.clone(), input.into_owned()))
+    }
+
     /// The tool a call runs and its input: for `call_tool`, the deferred tool it names.
     fn resolve<'a>(
         &'a self,
