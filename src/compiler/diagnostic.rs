@@ -114,6 +114,7 @@ pub mod code {
     pub const UNKNOWN_HOOK_TOOL: &str = "E1002";
     pub const HOOK_TOOLS_NOT_FOR_EVENT: &str = "E1003";
     pub const HOOK_COMMAND_FILE: &str = "E1004";
+    pub const HOOK_RUNS_WORKSPACE: &str = "E1005";
 
     /// Every code above, to find a code again from its text (the build cache keeps it).
     pub const ALL: &[&str] = &[
@@ -205,6 +206,7 @@ pub mod code {
         UNKNOWN_HOOK_TOOL,
         HOOK_TOOLS_NOT_FOR_EVENT,
         HOOK_COMMAND_FILE,
+        HOOK_RUNS_WORKSPACE,
     ];
 
     /// The code with this text, if eve has it.

@@ -1,26 +1,60 @@
 //! `hooks/<name>.toml`: each hook file read against its shape, and the tools it names
 //! checked against the tools the agent has — a hook that could never fire is an error,
-//! as a misspelled tool file is.
+//! as a misspelled tool file is. A hook's command never runs what the workspace holds:
+//! the model writes there.
+
+use std::path::Path;
 
 use super::diagnostic::{Diagnostic, Diagnostics, code};
 use super::loaded::Loaded;
 use super::shape::hook::{HOOK, HOOK_TIMEOUT_SECS, MAX_HOOK_TIMEOUT_SECS};
 use super::source::SourceFile;
 use super::toml_reader::{Spanned, TableReader, TomlFile};
-use crate::manifest::Tool;
+use crate::catalog::{Availability, Catalog};
 use crate::manifest::hook::{Hook, HookEvent, OnError};
+use crate::manifest::{Executor, Tool};
 use crate::suggest;
 
 /// The hooks of `files`, in file-name order; `tools` are the agent's compiled tools
-/// (its connections' included). A file with an error gives no hook.
-pub fn compile(files: &[Loaded], tools: &[Tool], diags: &mut Diagnostics) -> Vec<Hook> {
+/// (its connections' included), of which those eve runs can be hooked; `root` is the
+/// agent directory. A file with an error gives no hook.
+pub fn compile(
+    files: &[Loaded],
+    tools: &[Tool],
+    catalog: &Catalog,
+    root: &Path,
+    diags: &mut Diagnostics,
+) -> Vec<Hook> {
+    let hookable: Vec<&str> = tools
+        .iter()
+        .filter(|t| is_hookable(t, catalog))
+        .map(|t| t.name.as_str())
+        .collect();
     files
         .iter()
-        .filter_map(|file| compile_one(file, tools, diags))
+        .filter_map(|file| compile_one(file, &hookable, root, diags))
         .collect()
 }
 
-fn compile_one(file: &Loaded, tools: &[Tool], diags: &mut Diagnostics) -> Option<Hook> {
+/// Whether eve runs the tool's calls, so that hooks can see them: not a tool the
+/// provider runs (`web_search`), nor `call_tool` (the deferred tool it names is hooked
+/// as itself).
+fn is_hookable(tool: &Tool, catalog: &Catalog) -> bool {
+    !matches!(tool.executor, Executor::Builtin)
+        || catalog.find(&tool.name).is_none_or(|b| {
+            !matches!(
+                b.availability,
+                Availability::ProviderHosted | Availability::WithDeferredTools
+            )
+        })
+}
+
+fn compile_one(
+    file: &Loaded,
+    tools: &[&str],
+    root: &Path,
+    diags: &mut Diagnostics,
+) -> Option<Hook> {
     let name = file
         .path
         .trim_start_matches("hooks/")
@@ -45,8 +79,9 @@ fn compile_one(file: &Loaded, tools: &[Tool], diags: &mut Diagnostics) -> Option
             return None;
         }
     };
+    let agent_dir = root;
     let mut root = toml.root(&HOOK);
-    let hook = read(name, &mut root, tools);
+    let hook = read(name, &mut root, tools, agent_dir);
     root.finish();
     let problems = toml.into_diagnostics();
     let ok = !problems.has_errors();
@@ -54,7 +89,12 @@ fn compile_one(file: &Loaded, tools: &[Tool], diags: &mut Diagnostics) -> Option
     hook.filter(|_| ok)
 }
 
-fn read(name: String, root: &mut TableReader<'_>, tools: &[Tool]) -> Option<Hook> {
+fn read(
+    name: String,
+    root: &mut TableReader<'_>,
+    tools: &[&str],
+    agent_dir: &Path,
+) -> Option<Hook> {
     let toml = root.file();
     let event = root.string("event").and_then(|e| {
         let event = HookEvent::from_name(&e.value);
@@ -87,7 +127,8 @@ fn read(name: String, root: &mut TableReader<'_>, tools: &[Tool]) -> Option<Hook
             );
             return None;
         }
-        Some(argv.into_iter().map(|a| a.value).collect::<Vec<_>>())
+        check_command(toml, &argv, agent_dir)
+            .then(|| argv.into_iter().map(|a| a.value).collect::<Vec<_>>())
     });
     let timeout_secs = match root.positive_int("timeout_secs") {
         Some(t) if t.value > MAX_HOOK_TIMEOUT_SECS => {
@@ -126,6 +167,61 @@ fn read(name: String, root: &mut TableReader<'_>, tools: &[Tool]) -> Option<Hook
     })
 }
 
+/// Whether the hook's command runs nothing the workspace holds (reported when it
+/// would): its program is looked up on `PATH`, absolute, or in the agent directory, and
+/// no argument names a file of the agent directory by a path relative to the workspace
+/// (where the hook runs). Each argument uses no template variable but `agent_dir` and
+/// `workspace`.
+fn check_command(toml: &TomlFile, argv: &[Spanned<String>], agent_dir: &Path) -> bool {
+    let mut ok = true;
+    for arg in argv {
+        ok &= super::templates::check_template(toml, "command", arg, &["agent_dir", "workspace"]);
+    }
+    let program = &argv[0];
+    let text = program.value.trim_start();
+    let why = if text.starts_with("{{")
+        && text
+            .trim_start_matches("{{")
+            .trim_start()
+            .starts_with("workspace")
+    {
+        Some("its program is in the workspace, which the model can write".to_string())
+    } else if !text.contains("{{") && text.contains('/') && !Path::new(text).is_absolute() {
+        Some(format!(
+            "`{text}` resolves in the workspace (where hooks run), which the model can write"
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        toml.report(
+            Diagnostic::error(code::HOOK_RUNS_WORKSPACE, format!("the hook's command runs a program the model could replace: {why}"))
+                .at(&toml.src, program.span.clone())
+                .help("name a program on `PATH`, an absolute path, or a file of the agent directory as `{{ agent_dir }}/…`"),
+        );
+        return false;
+    }
+    for arg in &argv[1..] {
+        let text = arg.value.as_str();
+        if text.contains("{{") || text.starts_with('-') || Path::new(text).is_absolute() {
+            continue;
+        }
+        if super::cache::is_file(&agent_dir.join(text)) {
+            ok = false;
+            toml.report(
+                Diagnostic::error(
+                    code::HOOK_RUNS_WORKSPACE,
+                    format!("`{text}` is read from the workspace (where hooks run), not from the agent directory"),
+                )
+                .at(&toml.src, arg.span.clone())
+                .note("the model can write the workspace: a hook that runs a file from it runs what the model wrote")
+                .help(format!("write `{{{{ agent_dir }}}}/{text}`")),
+            );
+        }
+    }
+    ok
+}
+
 /// `on_error`: `None` when not written, `Some(None)` when unknown (reported).
 fn read_on_error(root: &mut TableReader<'_>) -> Option<Option<OnError>> {
     let toml = root.file();
@@ -153,7 +249,7 @@ fn check_tools(
     event: HookEvent,
     patterns: &[Spanned<String>],
     root: &TableReader<'_>,
-    tools: &[Tool],
+    names: &[&str],
 ) -> bool {
     let toml = root.file();
     if !patterns.is_empty() && !event.is_tool_event() {
@@ -167,10 +263,9 @@ fn check_tools(
         );
         return false;
     }
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let mut ok = true;
     for pattern in patterns {
-        if !matches_a_tool(&pattern.value, &names) {
+        if !matches_a_tool(&pattern.value, names) {
             ok = false;
             toml.report(
                 Diagnostic::error(
@@ -178,7 +273,7 @@ fn check_tools(
                     format!("`{}` matches no tool of this agent", pattern.value),
                 )
                 .at(&toml.src, pattern.span.clone())
-                .note("a hook on a tool the agent does not have would never run")
+                .note("a hook on a tool the agent does not have would never run; `web_search` (the provider runs it) and `call_tool` (the deferred tool it names is hooked as itself) cannot be hooked")
                 .suggest(suggest::closest(&pattern.value, names.iter().copied())),
             );
         }

@@ -312,7 +312,7 @@ fn compile_files(
     );
     tools.extend(subagents.iter().map(subagent_tool));
     check_collisions(&tools, &connections, diags);
-    let hooks = hooks::compile(&files.hooks, &tools, diags);
+    let hooks = hooks::compile(&files.hooks, &tools, catalog, &files.root, diags);
     refuse_unrunnable_hooks(&hooks, &mut entries, files, diags);
 
     let (instructions, rendered) =

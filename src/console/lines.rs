@@ -68,18 +68,27 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// A hook that decided something, or failed: `  ⚑ hook no-rm-rf: deny — rm -rf is not
-/// allowed here` (its reason on one line, shortened).
-pub fn hook_line(hook: &str, decision: &str, reason: Option<&str>, failed: bool) -> String {
-    let what = if failed {
-        format!("failed, so {decision}")
-    } else {
-        decision.to_string()
+/// A hook that decided something, rewrote a call's input, or failed: `  ⚑ hook
+/// no-rm-rf: deny — rm -rf is not allowed here` (its reason on one line, shortened);
+/// `None` for a hook that changed nothing.
+pub fn hook_line(
+    hook: &str,
+    decision: &str,
+    reason: Option<&str>,
+    failed: bool,
+    rewrote: bool,
+) -> Option<String> {
+    let what = match (failed, decision, rewrote) {
+        (true, _, _) => format!("failed, so {decision}"),
+        (false, "continue", false) => return None,
+        (false, "continue", true) => "rewrote the input".to_string(),
+        (false, _, true) => format!("{decision}, input rewritten"),
+        (false, _, false) => decision.to_string(),
     };
-    match reason.map(|r| first_line(r, 100)) {
+    Some(match reason.map(|r| first_line(r, 100)) {
         Some(reason) if !reason.is_empty() => format!("  ⚑ hook {hook}: {what} — {reason}"),
         _ => format!("  ⚑ hook {hook}: {what}"),
-    }
+    })
 }
 
 /// A reply's reasoning as people read it: `✻ ` before its first line and `│ ` before

@@ -231,14 +231,14 @@ impl<O: Write, E: Write> TextRenderer<O, E> {
                 decision,
                 reason,
                 failed,
+                updated_input,
                 ..
-            } if !self.quiet && (*failed || decision != "continue") => {
-                let tone = if *failed || decision == "deny" || decision == "block" {
-                    Tone::Failed
-                } else {
-                    Tone::Result
-                };
-                self.note_in(tone, &hook_line(hook, decision, reason.as_deref(), *failed));
+            } if !self.quiet => {
+                let rewrote = updated_input.is_some();
+                if let Some(line) = hook_line(hook, decision, reason.as_deref(), *failed, rewrote) {
+                    let refused = *failed || decision == "deny" || decision == "block";
+                    self.note_in(if refused { Tone::Failed } else { Tone::Result }, &line);
+                }
             }
             EventKind::StepCompleted { .. } => {
                 self.show_reasoning();

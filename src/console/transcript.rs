@@ -87,10 +87,14 @@ fn event_lines(out: &mut String, kind: &EventKind) {
             decision,
             reason,
             failed,
+            updated_input,
             ..
-        } if *failed || decision != "continue" => {
-            out.push_str(&hook_line(hook, decision, reason.as_deref(), *failed));
-            out.push('\n');
+        } => {
+            let rewrote = updated_input.is_some();
+            if let Some(line) = hook_line(hook, decision, reason.as_deref(), *failed, rewrote) {
+                out.push_str(&line);
+                out.push('\n');
+            }
         }
         EventKind::TurnCompleted {
             end_reason, steps, ..

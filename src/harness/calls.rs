@@ -8,10 +8,14 @@ use tokio_util::sync::CancellationToken;
 
 use serde_json::json;
 
-use super::hooks::Decision;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::hooks::{Decision, Judged};
 use super::{Harness, durable, scheduler};
 use crate::manifest::hook::HookEvent;
-use crate::protocol::{Action, EventKind, InputRequest, Message, Resolution, ToolCall, ToolResult};
+use crate::protocol::{
+    Action, EventKind, InputKind, InputRequest, Message, Resolution, ToolCall, ToolResult,
+};
 use crate::tools::{Registry, ToolContext, ToolOutput};
 
 /// How a step's tool calls ended.
@@ -25,6 +29,23 @@ enum Plan {
     Result(ToolOutput),
     Run,
     RunApproved,
+}
+
+impl Plan {
+    /// Whether the call's tool runs.
+    fn runs(&self) -> bool {
+        matches!(self, Plan::Run | Plan::RunApproved)
+    }
+}
+
+/// Gives `call` `input` for the tool `name` it runs (for `call_tool`, the deferred
+/// tool's input inside its own).
+fn set_input(call: &mut ToolCall, name: &str, input: serde_json::Value) {
+    if name == call.name {
+        call.input = input;
+    } else {
+        call.input = json!({"name": name, "input": input});
+    }
 }
 
 impl Harness {
@@ -43,7 +64,7 @@ impl Harness {
             self.announce_actions(turn_id, step, &calls);
         }
         self.before_tool(turn_id, step, &mut calls, cancel).await;
-        let refused = match self.settle_inputs((turn_id, step), &calls).await {
+        let refused = match self.settle_inputs((turn_id, step), &calls, cancel).await {
             Ok(refused) => refused,
             Err(request) => return CallsEnd::Parked(request),
         };
@@ -59,6 +80,10 @@ impl Harness {
         let emitter = self.emitter.clone();
         let durable = self.durable.clone();
         let this = &*self;
+        // Whether a call of this step has started: a hooked call after it is judged
+        // again before it runs, and runs alone.
+        let started_one = AtomicBool::new(false);
+        let started_one = &started_one;
         // A journaled step runs its calls one at a time, so the journal's order is the
         // calls' order, the same when a crash makes the engine replay it.
         let max_parallel = match durable {
@@ -69,7 +94,8 @@ impl Harness {
             items,
             max_parallel,
             |(call, plan)| {
-                matches!(plan, Plan::Run | Plan::RunApproved) && !registry.runs_in_parallel(call)
+                plan.runs()
+                    && (!registry.runs_in_parallel(call) || this.judged.contains_key(&call.id))
             },
             |_, (call, plan)| {
                 let registry = registry.clone();
@@ -78,13 +104,10 @@ impl Harness {
                 let name = durable::call_name(turn_id, step, &call.id);
                 async move {
                     let started = Instant::now();
-                    let cancel = ctx.cancel.clone();
-                    let ran = matches!(plan, Plan::Run | Plan::RunApproved);
-                    let mut output = execute(plan, &call, &registry, ctx, durable, name).await;
-                    if ran {
-                        this.after_tool(turn_id, step, &call, &mut output, &cancel)
-                            .await;
-                    }
+                    let later = plan.runs() && started_one.swap(true, Ordering::SeqCst);
+                    let output = this
+                        .run_one((turn_id, step), &call, plan, later, (ctx, durable, name))
+                        .await;
                     let connection = registry.connection_of(&call);
                     (call, output, started.elapsed(), connection)
                 }
@@ -105,12 +128,44 @@ impl Harness {
         .await;
         self.push(tool_message(results));
         // Answers belong to the calls of this step only.
-        self.resolutions.clear();
-        self.hook_verdicts.clear();
+        self.forget_answers();
         CallsEnd::Done
     }
 
-    /// Runs the `before_tool` hooks of each call that is to run: a refusal becomes the
+    /// One call's result as planned, with its hooks: judged again first when calls of
+    /// its step ran before it (`later`), the `before_tool` notes and the `after_tool`
+    /// hooks after it ran.
+    async fn run_one(
+        &self,
+        (turn_id, step): (&str, u64),
+        call: &ToolCall,
+        plan: Plan,
+        later: bool,
+        (ctx, durable, name): (ToolContext, Option<Arc<dyn durable::Durable>>, String),
+    ) -> ToolOutput {
+        let cancel = ctx.cancel.clone();
+        let plan = if later {
+            self.judge_again((turn_id, step), call, plan, &cancel).await
+        } else {
+            plan
+        };
+        let ran = plan.runs();
+        let mut output = execute(plan, call, &self.registry, ctx, durable, name).await;
+        if ran {
+            if let Some(judged) = self.judged.get(&call.id) {
+                for note in &judged.notes {
+                    output.content = format!("{}\n\n{note}", output.content);
+                }
+            }
+            self.after_tool(turn_id, step, call, &mut output, &cancel)
+                .await;
+        }
+        output
+    }
+
+    /// Readies a step's calls to run: an approved call takes the input the person was
+    /// shown (whatever the model sent, whatever a hook would answer now), and the
+    /// `before_tool` hooks judge each other call that is to run — a refusal becomes the
     /// call's result (the model reads why), a new input replaces the model's (before
     /// the approval shows it and the tool checks it against its schema), and allow or
     /// ask is kept for the approval.
@@ -121,59 +176,99 @@ impl Harness {
         calls: &mut [ToolCall],
         cancel: &CancellationToken,
     ) {
+        self.judged.clear();
         for call in calls.iter_mut() {
+            let shown = self.approved_inputs.get(&call.id).cloned();
+            if self.setup.hooks.is_empty() {
+                if let Some(shown) = shown {
+                    call.input = shown;
+                }
+                continue;
+            }
             let settled = matches!(
                 self.resolutions.get(&call.id),
                 Some(Resolution::Denied { .. } | Resolution::Answer { .. })
             );
             // A deferred tool reached through `call_tool` is hooked as itself.
             let (name, input) = self.target(call);
-            if self.early.contains_key(&call.id)
-                || settled
-                || !self.has_hooks(HookEvent::BeforeTool, Some(&name))
-            {
+            let hooked = !self.early.contains_key(&call.id)
+                && !settled
+                && self.has_hooks(HookEvent::BeforeTool, Some(&name));
+            if let Some(shown) = shown {
+                call.input = shown;
+                if hooked {
+                    // Judged when it was shown; judged again only if calls before it in
+                    // the step run first.
+                    let (_, now) = self.target(call);
+                    self.judged.insert(
+                        call.id.clone(),
+                        Judged {
+                            decision: Decision::Ask,
+                            model_input: input,
+                            input: now,
+                            notes: Vec::new(),
+                        },
+                    );
+                }
                 continue;
             }
-            let fields = json!({
-                "tool_name": name,
-                "tool_input": input,
-                "tool_use_id": call.id,
-            });
-            let fired = self
-                .fire(
-                    HookEvent::BeforeTool,
-                    (turn_id, step),
-                    Some((&name, &call.id)),
-                    fields,
-                    cancel,
-                )
-                .await;
-            if let Some(input) = fired.updated_input {
-                if name == call.name {
-                    call.input = input;
-                } else {
-                    call.input = json!({"name": name, "input": input});
-                }
+            if !hooked {
+                continue;
             }
-            match fired.decision {
-                Decision::Deny => {
-                    let reason = fired.reason.unwrap_or_default();
+            match self
+                .judge((turn_id, step), (&name, &call.id), &input, cancel)
+                .await
+            {
+                Err(reason) => {
                     self.early.insert(
                         call.id.clone(),
                         ToolOutput::error(format!("A hook refused this call: {reason}")),
                     );
                 }
-                Decision::Allow => {
-                    self.hook_verdicts
-                        .insert(call.id.clone(), super::HookVerdict::Allow);
+                Ok(judged) => {
+                    if judged.input != input {
+                        set_input(call, &name, judged.input.clone());
+                    }
+                    self.judged.insert(call.id.clone(), judged);
                 }
-                Decision::Ask => {
-                    self.hook_verdicts
-                        .insert(call.id.clone(), super::HookVerdict::Ask);
-                }
-                Decision::Continue => {}
             }
         }
+    }
+
+    /// Judges a hooked call again just before it runs when calls before it in its step
+    /// ran since it was judged (what they did may change the answer: a branch switched,
+    /// a file made). A refusal, another input, or an approval now wanted that it does
+    /// not have keeps it from running.
+    async fn judge_again(
+        &self,
+        at: (&str, u64),
+        call: &ToolCall,
+        plan: Plan,
+        cancel: &CancellationToken,
+    ) -> Plan {
+        let Some(first) = self.judged.get(&call.id) else {
+            return plan;
+        };
+        let (name, _) = self.target(call);
+        let why = match self
+            .judge(at, (&name, &call.id), &first.model_input, cancel)
+            .await
+        {
+            Err(reason) => format!("A hook refused this call: {reason}"),
+            Ok(again) if again.input != first.input => "A hook answered otherwise once the calls before this one in the step had run (it rewrote the input differently), so this call did not run. Call it again to have it judged anew.".to_string(),
+            Ok(again) => {
+                let wants_approval = match again.decision {
+                    Decision::Ask => true,
+                    Decision::Allow => false,
+                    _ => self.registry.needs_input(call) == Some(InputKind::Approval),
+                };
+                if !wants_approval || matches!(plan, Plan::RunApproved) {
+                    return plan;
+                }
+                "A hook asks for the person's approval of this call now that the calls before it in the step ran, so it did not run. Call it again to ask.".to_string()
+            }
+        };
+        Plan::Result(ToolOutput::error(why))
     }
 
     /// Runs the `after_tool` hooks of a call that ran: a refusal marks its result
@@ -186,6 +281,9 @@ impl Harness {
         output: &mut ToolOutput,
         cancel: &CancellationToken,
     ) {
+        if self.setup.hooks.is_empty() {
+            return;
+        }
         let (name, input) = self.target(call);
         if !self.has_hooks(HookEvent::AfterTool, Some(&name)) {
             return;

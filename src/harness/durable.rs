@@ -66,6 +66,35 @@ pub fn call_name(turn_id: &str, step: u64, call_id: &str) -> String {
     format!("turn {turn_id} step {step} call {call_id}")
 }
 
+/// The journal name of the `n`th hook run of a turn (counted from the turn's start or
+/// its resumption, so that a replay names each run as before).
+pub fn hook_name(turn_id: &str, step: u64, hook: &str, n: u64) -> String {
+    format!("turn {turn_id} step {step} hook {hook} run {n}")
+}
+
+/// Runs `work` (a hook) through `durable` under `name`: its answer is journaled as JSON,
+/// so that a replay gets the answer the hook gave the first time instead of running it
+/// again. The error says why there is no answer (the engine cancelled it, or the entry
+/// is of another shape).
+pub async fn journaled<T>(
+    durable: &dyn Durable,
+    name: String,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, String>
+where
+    T: Serialize + serde::de::DeserializeOwned + Send + 'static,
+{
+    let work = async move {
+        bounded(serde_json::to_value(work.await).unwrap_or(Value::Null)).unwrap_or(Value::Null)
+    };
+    let value = durable.run(name.clone(), work.boxed()).await;
+    if value.is_null() {
+        return Err("the turn was cancelled while it ran".into());
+    }
+    serde_json::from_value(value)
+        .map_err(|e| format!("the journal's entry `{name}` is not a hook's answer: {e}"))
+}
+
 /// A model call's outcome as journaled.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -313,5 +342,21 @@ mod tests {
         })
         .await;
         assert!(output.is_error && output.content.contains("not a tool's result"));
+    }
+
+    #[tokio::test]
+    async fn a_hooks_answer_is_journaled_and_a_replay_gets_the_first_one() {
+        let journal = Memory::default();
+        let name = hook_name("t", 1, "guard", 0);
+        let first: Result<String, String> =
+            journaled(&journal, name.clone(), async { "deny".to_string() }).await;
+        // Replayed, the hook would answer otherwise: the journal's answer wins.
+        let again: Result<String, String> =
+            journaled(&journal, name.clone(), async { "allow".to_string() }).await;
+        assert_eq!((first, again), (Ok("deny".into()), Ok("deny".into())));
+        assert_eq!(journal.ran.load(Ordering::SeqCst), 1);
+        let cancelled: Result<String, String> =
+            journaled(&Cancelled, name, async { "allow".to_string() }).await;
+        assert!(cancelled.is_err_and(|e| e.contains("cancelled")));
     }
 }

@@ -8,11 +8,12 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Harness;
+pub use super::verdict::{Decision, Judged};
 use crate::manifest::hook::{Hook, HookEvent, OnError};
 use crate::protocol::{EventKind, InputKind, InputRequest};
 use crate::tools::ToolContext;
@@ -22,32 +23,6 @@ use crate::tools::process::{self, End};
 const OUTPUT_LIMIT: usize = 64 * 1024;
 /// The longest reason or note from a hook that reaches the model or a person.
 const TEXT_LIMIT: usize = 4 * 1024;
-
-/// What a hook (or the hooks of an event) decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Decision {
-    /// Nothing: go on as without it.
-    #[default]
-    Continue,
-    /// `before_tool`: run the call without asking the person.
-    Allow,
-    /// `before_tool`: ask the person first, whatever the approval policy says.
-    Ask,
-    /// Refuse: the call does not run, the message is not sent, the turn does not end.
-    Deny,
-}
-
-impl Decision {
-    fn name(self, event: HookEvent) -> &'static str {
-        match self {
-            Decision::Continue => "continue",
-            Decision::Allow => "allow",
-            Decision::Ask => "ask",
-            Decision::Deny if event == HookEvent::BeforeTool => "deny",
-            Decision::Deny => "block",
-        }
-    }
-}
 
 /// What the hooks of one event said, together.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -61,8 +36,8 @@ pub struct Fired {
     pub updated_input: Option<Value>,
 }
 
-/// One hook's answer.
-#[derive(Debug, Default)]
+/// One hook's answer (as a durable engine journals it).
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct Answer {
     decision: Decision,
     reason: Option<String>,
@@ -135,7 +110,7 @@ impl Harness {
                 agent_dir: agent_dir.clone(),
                 ..ctx.clone()
             };
-            let answer = run(hook, &payload, &ctx).await;
+            let answer = self.answer(hook, payload, ctx, (turn_id, step)).await;
             let decision = answer.decision;
             self.emitter.emit(EventKind::HookCompleted {
                 turn_id: turn_id.to_string(),
@@ -181,9 +156,72 @@ impl Harness {
         fired
     }
 
+    /// One hook's answer: run, or given back by the durable engine's journal when the
+    /// turn runs on one (a replay after a crash gets the answer of the first run).
+    async fn answer(
+        &self,
+        hook: &Hook,
+        payload: Vec<u8>,
+        ctx: ToolContext,
+        (turn_id, step): (&str, u64),
+    ) -> Answer {
+        let Some(durable) = &self.durable else {
+            return run(hook, &payload, &ctx).await;
+        };
+        let n = self
+            .hook_runs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = super::durable::hook_name(turn_id, step, &hook.name, n);
+        let owned = hook.clone();
+        let work = async move { run(&owned, &payload, &ctx).await };
+        match super::durable::journaled(durable.as_ref(), name, work).await {
+            Ok(answer) => answer,
+            Err(why) => failed(hook, why),
+        }
+    }
+
+    /// The `before_tool` hooks' judgement of a call of `name` with `input`: what they
+    /// decided and the input it runs with (`None` when they refused it, with why).
+    pub(super) async fn judge(
+        &self,
+        (turn_id, step): (&str, u64),
+        (name, call_id): (&str, &str),
+        input: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<Judged, String> {
+        let fields = json!({
+            "tool_name": name,
+            "tool_input": input,
+            "tool_use_id": call_id,
+        });
+        let fired = self
+            .fire(
+                HookEvent::BeforeTool,
+                (turn_id, step),
+                Some((name, call_id)),
+                fields,
+                cancel,
+            )
+            .await;
+        if fired.decision == Decision::Deny {
+            return Err(fired.reason.unwrap_or_default());
+        }
+        Ok(Judged {
+            decision: fired.decision,
+            model_input: input.clone(),
+            input: fired.updated_input.unwrap_or_else(|| input.clone()),
+            notes: fired.context,
+        })
+    }
+
     /// Runs the `input_requested` hooks: a question or an approval waits for the person
     /// (to notify someone). What they answer changes nothing.
-    pub(super) async fn input_requested(&self, at: (&str, u64), request: &InputRequest) {
+    pub(super) async fn input_requested(
+        &self,
+        at: (&str, u64),
+        request: &InputRequest,
+        cancel: &CancellationToken,
+    ) {
         if !self.has_hooks(HookEvent::InputRequested, None) {
             return;
         }
@@ -201,16 +239,9 @@ impl Harness {
             "tool_name": request.tool,
             "tool_input": request.input,
         });
-        // Bounded by each hook's timeout; a turn that is cancelled meanwhile still
-        // notifies.
+        // Bounded by each hook's timeout, and by the turn: interrupting it stops them.
         let _ = self
-            .fire(
-                HookEvent::InputRequested,
-                at,
-                None,
-                fields,
-                &CancellationToken::new(),
-            )
+            .fire(HookEvent::InputRequested, at, None, fields, cancel)
             .await;
     }
 
@@ -249,36 +280,48 @@ fn applies(hook: &Hook, event: HookEvent, tool: Option<&str>) -> bool {
 
 /// Runs one hook to its answer; a hook that fails answers with its `on_error`.
 async fn run(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Answer {
-    let mut answer = match spawn(hook, payload, ctx).await {
+    match spawn(hook, payload, ctx).await {
         Ok(answer) => answer,
-        Err(why) => Answer {
-            failed: Some(why),
-            ..Answer::default()
-        },
-    };
-    if let Some(why) = &answer.failed {
-        answer.decision = match hook.on_error {
+        Err(why) => failed(hook, why),
+    }
+}
+
+/// The answer of a hook that failed (`why`): its `on_error`'s, and nothing else.
+fn failed(hook: &Hook, why: String) -> Answer {
+    Answer {
+        decision: match hook.on_error {
             OnError::Allow => Decision::Continue,
             OnError::Deny => Decision::Deny,
-        };
-        answer.reason = Some(format!("the hook `{}` failed: {why}", hook.name));
-        answer.context = None;
-        answer.updated_input = None;
+        },
+        reason: Some(format!("the hook `{}` failed: {why}", hook.name)),
+        failed: Some(why),
+        ..Answer::default()
     }
-    answer
+}
+
+/// The hook's command with `{{ agent_dir }}` and `{{ workspace }}` rendered (the build
+/// checked that it uses nothing else).
+fn argv(hook: &Hook, ctx: &ToolContext) -> Result<Vec<String>, String> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let context = minijinja::context! {
+        agent_dir => ctx.agent_dir.display().to_string(),
+        workspace => ctx.workspace.display().to_string(),
+    };
+    hook.command
+        .iter()
+        .map(|arg| {
+            if !arg.contains("{{") && !arg.contains("{%") {
+                return Ok(arg.clone());
+            }
+            env.render_str(arg, &context)
+                .map_err(|e| format!("cannot render `{arg}`: {e}"))
+        })
+        .collect()
 }
 
 async fn spawn(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Result<Answer, String> {
-    let agent_dir = ctx.agent_dir.to_string_lossy();
-    let workspace = ctx.workspace.to_string_lossy();
-    let argv: Vec<String> = hook
-        .command
-        .iter()
-        .map(|a| {
-            a.replace("{{ agent_dir }}", &agent_dir)
-                .replace("{{ workspace }}", &workspace)
-        })
-        .collect();
+    let argv = argv(hook, ctx)?;
     let Some((program, args)) = argv.split_first() else {
         return Err("its command is empty".into());
     };

@@ -3,8 +3,10 @@
 
 use std::collections::HashMap;
 
+use tokio_util::sync::CancellationToken;
+
 use super::Harness;
-use super::HookVerdict;
+use super::hooks::Decision;
 use crate::protocol::{EventKind, InputKind, InputRequest, Resolution, ToolCall};
 use crate::tools::ToolOutput;
 
@@ -15,12 +17,43 @@ impl Harness {
     fn needs_input(&self, call: &ToolCall) -> Option<InputKind> {
         match (
             self.registry.needs_input(call),
-            self.hook_verdicts.get(&call.id),
+            self.judged.get(&call.id).map(|j| j.decision),
         ) {
-            (None, Some(HookVerdict::Ask)) => Some(InputKind::Approval),
-            (Some(InputKind::Approval), Some(HookVerdict::Allow)) => None,
+            (None, Some(Decision::Ask)) => Some(InputKind::Approval),
+            (Some(InputKind::Approval), Some(Decision::Allow)) => None,
             (kind, _) => kind,
         }
+    }
+
+    /// Settles `call_id` with `resolution` (the person's answer, or `--yes`'s): the
+    /// event, and what the call's plan reads. An approval of a request that was shown
+    /// binds the call to the input it showed: that is what runs, whatever the model
+    /// sent or a hook would answer later.
+    pub(super) fn resolve(
+        &mut self,
+        turn_id: &str,
+        request: Option<&InputRequest>,
+        call_id: &str,
+        resolution: Resolution,
+    ) {
+        self.emitter.emit(EventKind::InputResolved {
+            turn_id: turn_id.to_string(),
+            request_id: request.map_or_else(|| crate::ids::new_id("req"), |r| r.request_id.clone()),
+            call_id: call_id.to_string(),
+            resolution: resolution.clone(),
+        });
+        if let (Resolution::Approved { .. }, Some(request)) = (&resolution, request) {
+            self.approved_inputs
+                .insert(call_id.to_string(), request.input.clone());
+        }
+        self.resolutions.insert(call_id.to_string(), resolution);
+    }
+
+    /// Forgets the answers and judgements of a step once its calls have their results.
+    pub(super) fn forget_answers(&mut self) {
+        self.resolutions.clear();
+        self.approved_inputs.clear();
+        self.judged.clear();
     }
 
     /// Settles what the calls need from a person. Returns the calls nobody can settle
@@ -31,6 +64,7 @@ impl Harness {
         &mut self,
         (turn_id, step): (&str, u64),
         calls: &[ToolCall],
+        cancel: &CancellationToken,
     ) -> Result<HashMap<String, ToolOutput>, InputRequest> {
         let mut refused = HashMap::new();
         for call in calls {
@@ -44,13 +78,7 @@ impl Harness {
                 let resolution = Resolution::Approved {
                     by: Some("--yes".into()),
                 };
-                self.emitter.emit(EventKind::InputResolved {
-                    turn_id: turn_id.to_string(),
-                    request_id: crate::ids::new_id("req"),
-                    call_id: call.id.clone(),
-                    resolution: resolution.clone(),
-                });
-                self.resolutions.insert(call.id.clone(), resolution);
+                self.resolve(turn_id, None, &call.id, resolution);
                 continue;
             }
             let request = InputRequest {
@@ -65,17 +93,12 @@ impl Harness {
                     turn_id: turn_id.to_string(),
                     request: request.clone(),
                 });
-                self.input_requested((turn_id, step), &request).await;
+                self.input_requested((turn_id, step), &request, cancel)
+                    .await;
                 // Let the console show the request before the question is asked.
                 tokio::task::yield_now().await;
                 if let Some(resolution) = asker.ask(&request).await {
-                    self.emitter.emit(EventKind::InputResolved {
-                        turn_id: turn_id.to_string(),
-                        request_id: request.request_id.clone(),
-                        call_id: call.id.clone(),
-                        resolution: resolution.clone(),
-                    });
-                    self.resolutions.insert(call.id.clone(), resolution);
+                    self.resolve(turn_id, Some(&request), &call.id, resolution);
                     continue;
                 }
                 if self.can_park() {
@@ -86,7 +109,8 @@ impl Harness {
                     turn_id: turn_id.to_string(),
                     request: request.clone(),
                 });
-                self.input_requested((turn_id, step), &request).await;
+                self.input_requested((turn_id, step), &request, cancel)
+                    .await;
                 return Err(request);
             }
             let text = match kind {

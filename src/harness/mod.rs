@@ -26,6 +26,7 @@ pub mod scheduler;
 pub mod setup;
 mod spawner;
 mod turn;
+mod verdict;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -81,13 +82,13 @@ pub struct Setup {
     pub stubs: Option<Arc<Stubs>>,
     /// The MCP servers whose tools the agent uses; `None` when it has none.
     pub connections: Option<Arc<Connections>>,
+    /// The hooks this session runs, each with the agent directory it belongs to: its
+    /// own agent's, and for a child agent its parents' tool hooks first (a parent's
+    /// guard holds for what it delegates).
+    pub hooks: Arc<Vec<(crate::manifest::hook::Hook, PathBuf)>>,
     /// The entries of the top agent directory that commands run, relative to it
     /// ([`Manifest::executed_paths`] of the top agent; a child agent keeps its
     /// parent's): file tools keep them with the definition.
-    /// The hooks this session runs, each with the agent directory it belongs to: its
-    /// own agent's, and for a child agent its parents' first (a parent's guard holds
-    /// for what it delegates).
-    pub hooks: Arc<Vec<(crate::manifest::hook::Hook, PathBuf)>>,
     pub executed: Arc<Vec<String>>,
     /// The environment the instructions' `[instructions] env` variables are read from
     /// (the process's for a run; empty unless set: the harness reads no environment of
@@ -114,11 +115,17 @@ pub struct Harness {
     parked: Option<Parked>,
     /// Answers given in the current turn, by tool call id.
     resolutions: HashMap<String, Resolution>,
+    /// The input each approved call was shown to the person with, by call id: an
+    /// approved call runs with exactly this, whatever hooks would answer now.
+    approved_inputs: HashMap<String, serde_json::Value>,
     /// Errors found before a call could run (arguments that are not JSON, a hook's
     /// refusal), by call id.
     early: HashMap<String, ToolOutput>,
-    /// What `before_tool` hooks decided of this step's calls' approvals, by call id.
-    hook_verdicts: HashMap<String, HookVerdict>,
+    /// What `before_tool` hooks decided of this step's calls, by call id.
+    judged: HashMap<String, verdict::Judged>,
+    /// Hooks run so far: each one's journal name is unique (a durable engine's journal
+    /// gives a replayed hook its first answer).
+    hook_runs: std::sync::atomic::AtomicU64,
     /// Every tool call id of the session: a new call never reuses one.
     call_ids: HashSet<String>,
     /// The token estimate compaction reads.
@@ -130,15 +137,6 @@ pub struct Harness {
     wind_down: Option<tokio_util::sync::CancellationToken>,
     /// The durable engine whose journal holds the turn's model and tool calls.
     durable: Option<Arc<dyn durable::Durable>>,
-}
-
-/// What a `before_tool` hook decided of a call's approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HookVerdict {
-    /// Run it without the approval its policy would ask for.
-    Allow,
-    /// Ask the person, whatever its policy says.
-    Ask,
 }
 
 /// The todo list and read stamps as last written to the journal.
@@ -174,6 +172,7 @@ impl Harness {
         harness.logged.stamps = stamps;
         harness.parked = snapshot.parked;
         harness.resolutions = snapshot.resolutions;
+        harness.approved_inputs = snapshot.approved_inputs;
         harness.estimate = estimate::Estimate {
             last_input_tokens: snapshot.last_input_tokens,
             appended_chars: snapshot.appended_chars,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::{Asker, Env, Setup};
 use crate::connections::Connections;
 use crate::manifest::Manifest;
+use crate::manifest::hook::Hook;
 use crate::protocol::Journal;
 use crate::providers::Resolved;
 use crate::providers::retry::RetryPolicy;
@@ -120,20 +121,25 @@ impl Setup {
         model: Resolved,
         connections: Option<Arc<Connections>>,
     ) -> Setup {
-        // The `agent` tool's copy is this agent: its hooks are these. A subagent adds
-        // its own after them.
-        let hooks = if agent_dir == self.agent_dir {
-            self.hooks.clone()
-        } else {
-            let mut hooks = self.hooks.as_ref().clone();
+        // A child keeps this agent's tool hooks (a guard holds for what the agent
+        // delegates), not the ones about this agent's turn (its `stop`, its
+        // notifications); a subagent adds its own hooks after them. The `agent` tool's
+        // copy is this agent: its own hooks are the ones it keeps.
+        let mut hooks: Vec<(Hook, PathBuf)> = self
+            .hooks
+            .iter()
+            .filter(|(h, _)| h.event.is_tool_event())
+            .cloned()
+            .collect();
+        if agent_dir != self.agent_dir {
             hooks.extend(
                 manifest
                     .hooks
                     .iter()
                     .map(|h| (h.clone(), agent_dir.clone())),
             );
-            Arc::new(hooks)
-        };
+        }
+        let hooks = Arc::new(hooks);
         Setup {
             max_steps: manifest.agent.limits.max_steps,
             hooks,

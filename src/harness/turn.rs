@@ -59,7 +59,10 @@ impl Harness {
     /// Starts a turn: `turn.started`, `message.received`, the message in the history.
     pub fn begin_turn(&mut self, input: String) -> Turn {
         let turn = Turn::new(crate::ids::new_id("turn"));
-        self.resolutions.clear();
+        self.forget_answers();
+        self.early.clear();
+        self.hook_runs
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         self.parked = None;
         self.emitter.emit(EventKind::TurnStarted {
             session_id: self.session_id.clone(),
@@ -99,14 +102,14 @@ impl Harness {
             self.parked = Some(parked);
             return Err(HarnessError::WrongAnswer { wanted });
         }
-        self.emitter.emit(EventKind::InputResolved {
-            turn_id: parked.turn_id.clone(),
-            request_id: parked.request.request_id.clone(),
-            call_id: parked.request.call_id.clone(),
-            resolution: resolution.clone(),
-        });
-        self.resolutions
-            .insert(parked.request.call_id.clone(), resolution);
+        self.resolve(
+            &parked.turn_id,
+            Some(&parked.request),
+            &parked.request.call_id,
+            resolution,
+        );
+        self.hook_runs
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         let mut turn = Turn::new(parked.turn_id);
         turn.steps = parked.steps;
         turn.usage = parked.usage;
@@ -251,7 +254,8 @@ impl Harness {
         next: Next,
         cancel: &CancellationToken,
     ) -> Next {
-        if !self.has_hooks(HookEvent::Stop, None) {
+        // A turn with no step left ends whatever its hooks say.
+        if turn.steps >= self.setup.max_steps || !self.has_hooks(HookEvent::Stop, None) {
             return next;
         }
         let fields = serde_json::json!({
@@ -413,7 +417,7 @@ impl Harness {
             }),
         }
         if outcome.end_reason != EndReason::Waiting {
-            self.resolutions.clear();
+            self.forget_answers();
             self.early.clear();
         }
         // Written out; on disk with `finish`, the session's word on the turn.

@@ -64,6 +64,8 @@ pub struct Snapshot {
     pub parked: Option<Parked>,
     /// Answers already given in the parked turn, by call id.
     pub resolutions: HashMap<String, Resolution>,
+    /// The input each approved call was shown to the person with: what it runs with.
+    pub approved_inputs: HashMap<String, serde_json::Value>,
     /// The input tokens the provider reported for the last model call.
     pub last_input_tokens: u64,
     /// Characters appended to the history since that call's input was counted.

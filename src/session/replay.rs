@@ -59,6 +59,8 @@ pub struct Replayed {
     pub waiting: Option<Waiting>,
     /// Answers already given in the parked turn, by call id.
     pub resolutions: HashMap<String, Resolution>,
+    /// The input each approved call of the parked turn was shown with, by call id.
+    pub approved_inputs: HashMap<String, serde_json::Value>,
     /// A turn that started and never ended (a crash), unless it is parked.
     pub open_turn: Option<String>,
     /// The last `session.*` event's type: `session.completed`, `session.waiting`…
@@ -71,6 +73,25 @@ pub struct Replayed {
 }
 
 impl Replayed {
+    /// `call_id`'s request is answered; an approval is of the input the person was
+    /// shown.
+    fn resolved(&mut self, call_id: &str, resolution: &Resolution) {
+        if let (Resolution::Approved { .. }, Some(waiting)) = (resolution, &self.waiting)
+            && waiting.request.call_id == call_id
+        {
+            self.approved_inputs
+                .insert(call_id.to_string(), waiting.request.input.clone());
+        }
+        self.resolutions
+            .insert(call_id.to_string(), resolution.clone());
+    }
+
+    /// The turn's answers are done with (it started, or ended).
+    fn forget_answers(&mut self) {
+        self.resolutions.clear();
+        self.approved_inputs.clear();
+    }
+
     /// What a harness is rebuilt from.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
@@ -86,6 +107,7 @@ impl Replayed {
                 usage: self.turn_usage.clone(),
             }),
             resolutions: self.resolutions.clone(),
+            approved_inputs: self.approved_inputs.clone(),
             last_input_tokens: self.last_input_tokens,
             appended_chars: self.appended_chars,
         }
@@ -193,7 +215,7 @@ fn apply(r: &mut Replayed, record: &Record) {
                 r.open_turn = Some(turn_id.clone());
                 r.turn_usage = Usage::default();
                 r.waiting = None;
-                r.resolutions.clear();
+                r.forget_answers();
                 r.status = "running".into();
             }
             EventKind::MessageReceived { text, .. } => {
@@ -240,7 +262,7 @@ fn apply(r: &mut Replayed, record: &Record) {
                 resolution,
                 ..
             } => {
-                r.resolutions.insert(call_id.clone(), resolution.clone());
+                r.resolved(call_id, resolution);
                 r.waiting = None;
                 r.status = "running".into();
             }
@@ -252,7 +274,7 @@ fn apply(r: &mut Replayed, record: &Record) {
                 }
                 r.open_turn = None;
                 r.waiting = None;
-                r.resolutions.clear();
+                r.forget_answers();
             }
             EventKind::SessionWaiting { .. } => r.status = "session.waiting".into(),
             EventKind::SessionCompleted { .. } => r.status = "session.completed".into(),

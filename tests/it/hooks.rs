@@ -231,8 +231,13 @@ fn a_rewritten_input_is_what_the_person_approves_and_what_runs() {
         .build();
     let out = agent.run(&["go"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // The approval shows the command that would run, not the model's.
+    // The approval shows the command that would run, not the model's, and the console
+    // says a hook rewrote it.
     assert!(stderr.contains("echo rewritten > out.txt"), "{stderr}");
+    assert!(
+        stderr.contains("⚑ hook rewrite: rewrote the input"),
+        "{stderr}"
+    );
     assert!(!agent.workspace.join("out.txt").exists());
     let id = agent
         .session_log()
@@ -365,4 +370,214 @@ fn a_parents_guard_holds_for_its_subagents_and_for_deferred_tools() {
             (false, "no-rm-rf".to_string())
         ]
     );
+}
+
+/// The id of the agent's session (its log's file name).
+fn session_id(agent: &Agent) -> String {
+    agent
+        .session_log()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The `hook.completed` events of a stream-json run, as (event, decision, in a
+/// subagent's session).
+fn hook_runs(stdout: &[u8]) -> Vec<(String, String, bool)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "hook.completed")
+        .map(|e| {
+            (
+                e["data"]["event"].as_str().unwrap_or_default().to_string(),
+                e["data"]["decision"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                e["meta"]["session_id"].is_string(),
+            )
+        })
+        .collect()
+}
+
+/// A rewriting hook that answers only the first time it runs: then it hangs, so that its
+/// failure policy (`allow`) would let the model's own input through.
+const REWRITE_ONCE: &str = r#"import json, os, sys, time
+json.load(sys.stdin)
+if os.path.exists(".hook-ran"):
+    time.sleep(30)
+open(".hook-ran", "w").write("")
+print(json.dumps({"updated_input": {"command": "echo shown > out.txt"}}))
+"#;
+
+#[test]
+fn an_approval_runs_exactly_the_input_the_person_was_shown() {
+    let agent = Agent::builder()
+        .tool("bash", "approval = \"always\"\n")
+        .file(
+            "hooks/rewrite.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/rewrite.py\"]\ntimeout_secs = 1\non_error = \"allow\"\n",
+        )
+        .file("hooks/rewrite.py", REWRITE_ONCE)
+        .replies("- tool_calls: [{name: bash, input: {command: \"echo raw > out.txt\"}}]\n- text: ok\n")
+        .build();
+    let out = agent.run(&["go"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("echo shown > out.txt"), "{stderr}");
+    let approved = agent.run(&["--session", &session_id(&agent), "--approve"]);
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(agent.workspace.join("out.txt")).unwrap(),
+        "shown\n",
+        "the approved call ran something the person was not shown"
+    );
+}
+
+/// A guard that refuses `git push` while `on-main` exists (a branch check, as a file).
+const NO_PUSH_ON_MAIN: &str = r#"import json, os, sys
+event = json.load(sys.stdin)
+if "push" in event["tool_input"]["command"] and os.path.exists("on-main"):
+    print("no pushes to main", file=sys.stderr)
+    sys.exit(2)
+"#;
+
+#[test]
+fn a_guard_judges_each_call_after_the_calls_before_it_ran() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/no-push.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/guard.py\"]\n",
+        )
+        .file("hooks/guard.py", NO_PUSH_ON_MAIN)
+        .replies(
+            "- tool_calls: [{name: bash, input: {command: \"touch on-main\"}}, {name: bash, input: {command: \"echo push > pushed.txt\"}}]\n- text: ok\n",
+        )
+        .build();
+    let out = agent.run(&["go"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(agent.workspace.join("on-main").exists());
+    assert!(
+        !agent.workspace.join("pushed.txt").exists(),
+        "the second call ran on a judgement made before the first changed the branch"
+    );
+    assert!(sent(&agent).contains("no pushes to main"));
+}
+
+#[test]
+fn a_hook_never_runs_a_program_the_workspace_holds() {
+    for (command, expected) in [
+        ("[\"./check.sh\"]", "error[E1005]"),
+        ("[\"scripts/check.sh\"]", "resolves in the workspace"),
+        ("[\"{{ workspace }}/check.sh\"]", "error[E1005]"),
+        (
+            "[\"python3\", \"hooks/check.py\"]",
+            "`{{ agent_dir }}/hooks/check.py`",
+        ),
+        (
+            "[\"{{ agent_dri }}/hooks/check.py\"]",
+            "did you mean `agent_dir`?",
+        ),
+    ] {
+        let agent = Agent::builder()
+            .file(
+                "hooks/h.toml",
+                format!("event = \"stop\"\ncommand = {command}\n"),
+            )
+            .file("hooks/check.py", "")
+            .build();
+        let (code, stderr) = build(&agent);
+        assert_eq!(code, 1, "{command}: {stderr}");
+        assert!(stderr.contains(expected), "{command}: {stderr}");
+    }
+    // Written without spaces, the agent directory is still the agent directory.
+    let agent = Agent::builder()
+        .file(
+            "hooks/tests-first.toml",
+            "event = \"stop\"\ncommand = [\"sh\", \"{{agent_dir}}/hooks/refuse.sh\"]\n",
+        )
+        .file(
+            "hooks/refuse.sh",
+            "echo 'from the agent directory' >&2\nexit 2\n",
+        )
+        .replies("- text: done\n- text: done again\n")
+        .build();
+    let out = agent.run(&["finish"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(sent(&agent).contains("Stop hook feedback: from the agent directory"));
+}
+
+#[test]
+fn hosted_and_catalog_tools_cannot_be_hooked() {
+    for tool in ["web_search", "call_tool"] {
+        let agent = Agent::builder()
+            .toml("[tools]\nbuiltin = [\"bash\", \"web_search\"]\n")
+            .tool("bash", "defer = true\n")
+            .file(
+                "hooks/h.toml",
+                format!("event = \"before_tool\"\ntools = [\"{tool}\"]\ncommand = [\"true\"]\n"),
+            )
+            .build();
+        let (code, stderr) = build(&agent);
+        assert_eq!(code, 1, "{tool}: {stderr}");
+        assert!(stderr.contains("error[E1002]"), "{tool}: {stderr}");
+    }
+}
+
+#[test]
+fn a_subagent_keeps_its_parents_guards_but_not_its_stop_hooks() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/tests-first.toml",
+            "event = \"stop\"\ncommand = [\"sh\", \"-c\", \"echo 'run the tests' >&2; exit 2\"]\n",
+        )
+        .file(
+            "hooks/audit.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"true\"]\n",
+        )
+        .file("subagents/helper/agent.toml", "description = \"Helps\"\n")
+        .file("subagents/helper/instructions.md", "Help.\n")
+        .replies(
+            "- tool_calls: [{name: helper, input: {task: \"look\"}}]\n- tool_calls: [{name: bash, input: {command: \"true\"}}]\n- text: looked\n- text: done\n- text: done, tests pass\n",
+        )
+        .build();
+    let out = agent.run(&["-o", "stream-json", "go"]);
+    assert_eq!(out.status.code(), Some(0));
+    let runs = hook_runs(&out.stdout);
+    assert!(
+        runs.contains(&("before_tool".into(), "continue".into(), true)),
+        "{runs:?}"
+    );
+    assert!(
+        !runs.iter().any(|(event, _, sub)| event == "stop" && *sub),
+        "{runs:?}"
+    );
+    assert_eq!(
+        runs.iter().filter(|(event, _, _)| event == "stop").count(),
+        1,
+        "{runs:?}"
+    );
+}
+
+#[test]
+fn a_stop_hook_does_not_run_when_the_turn_has_no_step_left() {
+    let agent = Agent::builder()
+        .toml("[limits]\nmax_steps = 1\n")
+        .file(
+            "hooks/tests-first.toml",
+            "event = \"stop\"\ncommand = [\"sh\", \"-c\", \"exit 2\"]\n",
+        )
+        .replies("- text: done\n")
+        .build();
+    let out = agent.run(&["-o", "json", "finish"]);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["end_reason"], "completed", "{result}");
+    let log = std::fs::read_to_string(agent.session_log()).unwrap();
+    assert!(!log.contains("hook.completed"), "{log}");
 }

@@ -270,7 +270,13 @@ fn report(kind: &FileKind, doc: &Value) -> Vec<String> {
             connections::read_all(&[loaded(toml_text(doc))], &mut diags);
         }
         "hook" => {
-            crate::compiler::hooks::compile(&[loaded(toml_text(doc))], &[], &mut diags);
+            crate::compiler::hooks::compile(
+                &[loaded(toml_text(doc))],
+                &[],
+                &crate::tools::builtin::CATALOG,
+                Path::new("."),
+                &mut diags,
+            );
         }
         "eval" => {
             let manifest = eval_agent();
