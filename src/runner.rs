@@ -120,7 +120,7 @@ pub fn exit_code(end: EndReason) -> u8 {
         EndReason::MaxSteps | EndReason::MaxTokens | EndReason::MaxInputTokens => exit::LIMIT,
         EndReason::Waiting => exit::WAITING,
         EndReason::Aborted => exit::ABORTED,
-        EndReason::Error | EndReason::Interrupted => exit::FAILED,
+        EndReason::Error | EndReason::Interrupted | EndReason::Refused => exit::FAILED,
     }
 }
 

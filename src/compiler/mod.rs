@@ -467,7 +467,13 @@ fn refuse_unrunnable_hooks(
     diags: &mut Diagnostics,
 ) {
     for hook in hooks {
-        let named = executed::named(hook.command.iter().map(String::as_str), &files.prefix);
+        let mut named = executed::named(hook.command.iter().map(String::as_str), &files.prefix);
+        // `hooks/` holds the scripts hooks run, however their commands name them: it is
+        // part of the definition.
+        let folder = agent_path(&files.prefix, "hooks");
+        if !named.contains(&folder) {
+            named.push(folder);
+        }
         if let Some(why) = entries.refuse(&files.boundary, &named) {
             diags.push(
                 Diagnostic::error(

@@ -149,6 +149,7 @@ pub fn end_reason_text(outcome: &TurnOutcome) -> String {
         }
         EndReason::MaxTokens => "a reply reached the output token limit (max_output_tokens)".into(),
         EndReason::Aborted => "interrupted".into(),
+        EndReason::Refused => format!("a hook refused the message: {}", outcome.result),
         EndReason::MaxInputTokens => {
             "the session reached [limits] max_input_tokens_per_session".into()
         }

@@ -166,6 +166,7 @@ impl Harness {
             tokens_before: before,
             threshold,
         });
+        self.before_compact((turn_id, step), force, before).await;
         if !force {
             let removed = shorten_tool_results(&mut self.history);
             // Judged from the provider's count minus what was removed, never from a

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Harness;
+use super::Bound;
 pub use super::verdict::{Decision, Judged};
 use crate::manifest::hook::{Hook, HookEvent, OnError};
 use crate::protocol::{EventKind, InputKind, InputRequest};
@@ -73,10 +74,7 @@ struct Specific {
 impl Harness {
     /// Whether any hook runs at `event` (for `tool`, on tool events).
     pub(super) fn has_hooks(&self, event: HookEvent, tool: Option<&str>) -> bool {
-        self.setup
-            .hooks
-            .iter()
-            .any(|(h, _)| applies(h, event, tool))
+        self.setup.hooks.iter().any(|b| applies(b, event, tool))
     }
 
     /// Runs the hooks of `event` that apply (to `tool`), in order, each with the event's
@@ -96,14 +94,17 @@ impl Harness {
         }
         let ctx = self.tool_context(cancel);
         let (turn_id, step) = at;
-        let hooks: Vec<(Hook, std::path::PathBuf)> = self
+        let hooks: Vec<Bound> = self
             .setup
             .hooks
             .iter()
-            .filter(|(h, _)| applies(h, event, tool.map(|(name, _)| name)))
+            .filter(|b| applies(b, event, tool.map(|(name, _)| name)))
             .cloned()
             .collect();
-        for (hook, agent_dir) in &hooks {
+        for Bound {
+            hook, agent_dir, ..
+        } in &hooks
+        {
             let payload = self.payload(event, turn_id, agent_dir, &fields);
             let started = Instant::now();
             let ctx = ToolContext {
@@ -214,6 +215,103 @@ impl Harness {
         })
     }
 
+    /// The message the model reads for the person's `input`: followed by the notes of
+    /// the session's `session_start` hooks (the first message after them) and of the
+    /// `user_prompt` hooks; or why a `user_prompt` hook refused it (then the model
+    /// never sees it).
+    pub(super) async fn user_prompt(
+        &mut self,
+        turn_id: &str,
+        input: String,
+        cancel: &CancellationToken,
+    ) -> Result<String, String> {
+        let mut notes = std::mem::take(&mut self.pending_context);
+        if self.has_hooks(HookEvent::UserPrompt, None) {
+            let fields = json!({ "prompt": input });
+            let fired = self
+                .fire(HookEvent::UserPrompt, (turn_id, 0), None, fields, cancel)
+                .await;
+            if fired.decision == Decision::Deny {
+                self.pending_context = notes;
+                return Err(fired.reason.unwrap_or_default());
+            }
+            notes.extend(fired.context);
+        }
+        if notes.is_empty() {
+            return Ok(input);
+        }
+        Ok(format!("{input}\n\n{}", notes.join("\n\n")))
+    }
+
+    /// Runs the `session_start` hooks (`source`: `startup` for a new session, `resume`
+    /// for one reopened); their notes go to the model with the next message.
+    pub(super) async fn session_start(&mut self) {
+        if !self.has_hooks(HookEvent::SessionStart, None) {
+            return;
+        }
+        let source = if self.history.is_empty() {
+            "startup"
+        } else {
+            "resume"
+        };
+        let fields = json!({ "source": source });
+        // Bounded by each hook's timeout: no turn runs yet.
+        let fired = self
+            .fire(
+                HookEvent::SessionStart,
+                ("", 0),
+                None,
+                fields,
+                &CancellationToken::new(),
+            )
+            .await;
+        self.pending_context.extend(fired.context);
+    }
+
+    /// Runs the `session_end` hooks, to observe: the session's process is done with it.
+    pub(super) async fn session_end(&self) {
+        if !self.has_hooks(HookEvent::SessionEnd, None) {
+            return;
+        }
+        let _ = self
+            .fire(
+                HookEvent::SessionEnd,
+                ("", 0),
+                None,
+                json!({}),
+                &CancellationToken::new(),
+            )
+            .await;
+        // After the session's last word: its hooks' runs reach the log too.
+        self.sync();
+    }
+
+    /// Runs the `before_compact` hooks, to observe: the history is about to be compacted
+    /// (`trigger`: `manual` for `/compact` and `--compact`, else `auto`).
+    pub(super) async fn before_compact(
+        &self,
+        (turn_id, step): (&str, u64),
+        manual: bool,
+        tokens: u64,
+    ) {
+        if !self.has_hooks(HookEvent::BeforeCompact, None) {
+            return;
+        }
+        let fields = json!({
+            "trigger": if manual { "manual" } else { "auto" },
+            "tokens_before": tokens,
+        });
+        let _ = self
+            .fire(
+                HookEvent::BeforeCompact,
+                (turn_id, step),
+                None,
+                fields,
+                &CancellationToken::new(),
+            )
+            .await;
+    }
+
     /// Runs the `input_requested` hooks: a question or an approval waits for the person
     /// (to notify someone). What they answer changes nothing.
     pub(super) async fn input_requested(
@@ -269,9 +367,13 @@ impl Harness {
     }
 }
 
-/// Whether `hook` runs at `event` for a call of `tool`.
-fn applies(hook: &Hook, event: HookEvent, tool: Option<&str>) -> bool {
+/// Whether `bound` runs at `event` for a call of `tool`. A `subagent_stop` hook runs
+/// where it was inherited (in the subagent), every other where it is its own or a tool
+/// hook.
+fn applies(bound: &Bound, event: HookEvent, tool: Option<&str>) -> bool {
+    let hook = &bound.hook;
     hook.event == event
+        && (bound.inherited == (event == HookEvent::SubagentStop) || event.is_tool_event())
         && match tool {
             Some(tool) => crate::compiler::hooks::applies_to(hook, tool),
             None => true,
@@ -328,13 +430,18 @@ async fn spawn(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Result<Answer,
     let found = process::find(program, ctx)?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let timeout = Duration::from_secs(hook.timeout_secs.max(1));
-    let finished = process::run(
+    // What Claude Code's hook scripts read of their environment.
+    let env = [
+        ("CLAUDE_PROJECT_DIR", ctx.workspace.as_os_str()),
+        ("CLAUDE_PLUGIN_ROOT", ctx.agent_dir.as_os_str()),
+    ];
+    let finished = process::run_with(
         &found,
         &args,
+        &env,
         Some(payload.to_vec()),
         ctx,
-        timeout,
-        OUTPUT_LIMIT,
+        (timeout, OUTPUT_LIMIT),
     )
     .await
     .map_err(|e| format!("cannot start `{program}`: {e}"))?;

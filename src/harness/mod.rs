@@ -85,7 +85,7 @@ pub struct Setup {
     /// The hooks this session runs, each with the agent directory it belongs to: its
     /// own agent's, and for a child agent its parents' tool hooks first (a parent's
     /// guard holds for what it delegates).
-    pub hooks: Arc<Vec<(crate::manifest::hook::Hook, PathBuf)>>,
+    pub hooks: Arc<Vec<Bound>>,
     /// The entries of the top agent directory that commands run, relative to it
     /// ([`Manifest::executed_paths`] of the top agent; a child agent keeps its
     /// parent's): file tools keep them with the definition.
@@ -121,6 +121,8 @@ pub struct Harness {
     /// Errors found before a call could run (arguments that are not JSON, a hook's
     /// refusal), by call id.
     early: HashMap<String, ToolOutput>,
+    /// Notes of the `session_start` hooks for the model, given with the next message.
+    pending_context: Vec<String>,
     /// What `before_tool` hooks decided of this step's calls, by call id.
     judged: HashMap<String, verdict::Judged>,
     /// Hooks run so far: each one's journal name is unique (a durable engine's journal
@@ -137,6 +139,25 @@ pub struct Harness {
     wind_down: Option<tokio_util::sync::CancellationToken>,
     /// The durable engine whose journal holds the turn's model and tool calls.
     durable: Option<Arc<dyn durable::Durable>>,
+}
+
+/// A hook a session runs, with the agent directory it belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bound {
+    pub hook: crate::manifest::hook::Hook,
+    pub agent_dir: PathBuf,
+    /// Whether it is a parent agent's (a child runs those before its own).
+    pub inherited: bool,
+}
+
+impl Bound {
+    fn own(hook: &crate::manifest::hook::Hook, agent_dir: &std::path::Path) -> Bound {
+        Bound {
+            hook: hook.clone(),
+            agent_dir: agent_dir.to_path_buf(),
+            inherited: false,
+        }
+    }
 }
 
 /// The todo list and read stamps as last written to the journal.
@@ -254,7 +275,11 @@ impl Harness {
             .map_err(HarnessError::Setup)?;
         }
         self.announce(warnings);
-        error.map_or(Ok(()), |e| Err(HarnessError::Setup(e)))
+        if let Some(e) = error {
+            return Err(HarnessError::Setup(e));
+        }
+        self.session_start().await;
+        Ok(())
     }
 
     /// At a step boundary: the connections whose servers said their tools changed are
@@ -278,9 +303,11 @@ impl Harness {
         }
     }
 
-    /// Stops the servers of the session's connections, unless someone else holds them
-    /// too (`eve dev` across turns, the agent that started this child).
+    /// Ends the session in this process: its `session_end` hooks run, then the servers
+    /// of its connections stop, unless someone else holds them too (`eve dev` across
+    /// turns, the agent that started this child).
     pub async fn stop(&self) {
+        self.session_end().await;
         if let Some(connections) = &self.setup.connections
             && Arc::strong_count(connections) == 1
         {

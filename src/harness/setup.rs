@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Asker, Env, Setup};
+use super::{Asker, Bound, Env, Setup};
 use crate::connections::Connections;
 use crate::manifest::Manifest;
-use crate::manifest::hook::Hook;
+use crate::manifest::hook::HookEvent;
 use crate::protocol::Journal;
 use crate::providers::Resolved;
 use crate::providers::retry::RetryPolicy;
@@ -33,7 +33,7 @@ impl Setup {
                 manifest
                     .hooks
                     .iter()
-                    .map(|h| (h.clone(), agent_dir.clone()))
+                    .map(|h| Bound::own(h, &agent_dir))
                     .collect(),
             ),
             manifest,
@@ -122,22 +122,20 @@ impl Setup {
         connections: Option<Arc<Connections>>,
     ) -> Setup {
         // A child keeps this agent's tool hooks (a guard holds for what the agent
-        // delegates), not the ones about this agent's turn (its `stop`, its
-        // notifications); a subagent adds its own hooks after them. The `agent` tool's
-        // copy is this agent: its own hooks are the ones it keeps.
-        let mut hooks: Vec<(Hook, PathBuf)> = self
+        // delegates) and its `subagent_stop` hooks (the child is the subagent), not the
+        // ones about this agent's own session and turn; a subagent adds its own hooks
+        // after them. The `agent` tool's copy is this agent: it adds none.
+        let mut hooks: Vec<Bound> = self
             .hooks
             .iter()
-            .filter(|(h, _)| h.event.is_tool_event())
-            .cloned()
+            .filter(|b| b.hook.event.is_tool_event() || b.hook.event == HookEvent::SubagentStop)
+            .map(|b| Bound {
+                inherited: true,
+                ..b.clone()
+            })
             .collect();
         if agent_dir != self.agent_dir {
-            hooks.extend(
-                manifest
-                    .hooks
-                    .iter()
-                    .map(|h| (h.clone(), agent_dir.clone())),
-            );
+            hooks.extend(manifest.hooks.iter().map(|h| Bound::own(h, &agent_dir)));
         }
         let hooks = Arc::new(hooks);
         Setup {

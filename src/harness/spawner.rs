@@ -119,6 +119,7 @@ impl Harness {
             early: HashMap::new(),
             approved_inputs: HashMap::new(),
             judged: HashMap::new(),
+            pending_context: Vec::new(),
             hook_runs: Default::default(),
             call_ids: HashSet::new(),
             estimate: Estimate::default(),

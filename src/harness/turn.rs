@@ -50,14 +50,24 @@ impl Harness {
     /// Runs one turn answering `input`. Cancelling `cancel` aborts it cleanly: running
     /// tools are killed and every tool call still gets a result.
     pub async fn run_turn(&mut self, input: String, cancel: CancellationToken) -> TurnOutcome {
-        let mut turn = self.begin_turn(input);
-        let next = self.decide(&turn, None, &cancel);
+        let mut turn = self.begin_turn(&input);
+        let next = match self.user_prompt(&turn.id, input, &cancel).await {
+            Ok(text) => {
+                self.push(Message::User { text });
+                self.decide(&turn, None, &cancel)
+            }
+            Err(reason) => {
+                turn.result = reason;
+                Next::End(EndReason::Refused)
+            }
+        };
         let next = self.drive(&mut turn, next, &cancel).await;
         self.close_turn(turn, next)
     }
 
-    /// Starts a turn: `turn.started`, `message.received`, the message in the history.
-    pub fn begin_turn(&mut self, input: String) -> Turn {
+    /// Starts a turn: `turn.started`, `message.received` (the message goes into the
+    /// history once its hooks let it).
+    fn begin_turn(&mut self, input: &str) -> Turn {
         let turn = Turn::new(crate::ids::new_id("turn"));
         self.forget_answers();
         self.early.clear();
@@ -70,9 +80,8 @@ impl Harness {
         });
         self.emitter.emit(EventKind::MessageReceived {
             turn_id: turn.id.clone(),
-            text: input.clone(),
+            text: input.to_string(),
         });
-        self.push(Message::User { text: input });
         turn
     }
 
@@ -108,8 +117,6 @@ impl Harness {
             &parked.request.call_id,
             resolution,
         );
-        self.hook_runs
-            .store(0, std::sync::atomic::Ordering::Relaxed);
         let mut turn = Turn::new(parked.turn_id);
         turn.steps = parked.steps;
         turn.usage = parked.usage;
@@ -255,27 +262,31 @@ impl Harness {
         cancel: &CancellationToken,
     ) -> Next {
         // A turn with no step left ends whatever its hooks say.
-        if turn.steps >= self.setup.max_steps || !self.has_hooks(HookEvent::Stop, None) {
+        if turn.steps >= self.setup.max_steps {
             return next;
         }
         let fields = serde_json::json!({
             "stop_hook_active": false,
             "last_assistant_message": turn.result,
+            "agent_name": self.setup.manifest.agent.name,
         });
-        let fired = self
-            .fire(
-                HookEvent::Stop,
-                (&turn.id, turn.steps),
-                None,
-                fields,
-                cancel,
-            )
-            .await;
-        if fired.decision != Decision::Deny {
-            return next;
+        // The agent's own `stop` hooks, then (in a subagent) its parents'
+        // `subagent_stop` hooks; the first refusal wins.
+        let mut refused = None;
+        for event in [HookEvent::Stop, HookEvent::SubagentStop] {
+            if refused.is_some() || !self.has_hooks(event, None) {
+                continue;
+            }
+            let at = (turn.id.as_str(), turn.steps);
+            let fired = self.fire(event, at, None, fields.clone(), cancel).await;
+            if fired.decision == Decision::Deny {
+                refused = Some(fired.reason.unwrap_or_default());
+            }
         }
+        let Some(reason) = refused else {
+            return next;
+        };
         turn.stop_refused = true;
-        let reason = fired.reason.unwrap_or_default();
         self.push(Message::User {
             text: format!("Stop hook feedback: {reason}"),
         });

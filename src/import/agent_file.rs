@@ -442,7 +442,9 @@ fn dropped_field(key: &str, value: &Value) -> String {
         "skills" => {
             "a subagent has skills of its own: copy the ones it preloads into its `skills/`"
         }
-        "hooks" => "eve has no hooks",
+        "hooks" => {
+            "hooks in an agent file are not imported: write them as the subagent's `hooks/` files"
+        }
         "mcpServers" => "servers of its own are not imported: add them as its `connections/` files",
         "memory" => "eve has no agent memory",
         "background" | "isolation" => {

@@ -9,6 +9,7 @@ pub mod agent_file;
 pub mod command;
 pub mod copy;
 pub mod frontmatter;
+pub mod hooks;
 pub mod literal;
 pub mod marketplace;
 pub mod mcp;

@@ -194,9 +194,11 @@ struct Planner<'a> {
     /// The servers that name files the agent directory will not hold (the build
     /// leaves them out, and starts none of them).
     unstarted: BTreeSet<String>,
-    /// The plugin's hooks, which eve does not import (for the message when they are
-    /// all it has).
+    /// Where the plugin's hooks were read from (for the message when they are all it
+    /// has and none could be carried).
     hooks: Vec<String>,
+    /// The entries at the top of the plugin copied for its hooks.
+    hook_entries: BTreeSet<String>,
     /// The marketplace entry of the plugin imported, and the marketplace's name.
     listed: Option<(Listed, String)>,
 }
@@ -216,6 +218,7 @@ impl<'a> Planner<'a> {
             server_entries: server_copy::Done::default(),
             unstarted: BTreeSet::new(),
             hooks: Vec::new(),
+            hook_entries: BTreeSet::new(),
             listed: None,
         }
     }
@@ -261,7 +264,7 @@ impl<'a> Planner<'a> {
     /// Refuses an import that brings nothing eve can use (no skill, subagent or
     /// connection), saying what was there.
     fn usable(&self) -> anyhow::Result<()> {
-        if ["skills", "subagents", "connections"]
+        if ["skills", "subagents", "connections", "hooks"]
             .iter()
             .any(|dir| self.tree.has_below(dir))
         {
@@ -270,12 +273,12 @@ impl<'a> Planner<'a> {
         let what = &self.report.what;
         let mut text = if self.hooks.is_empty() {
             format!(
-                "{what} holds nothing eve can use: no skill, agent, command or MCP server it can import; nothing was imported"
+                "{what} holds nothing eve can use: no skill, agent, command, MCP server or hook it can import; nothing was imported"
             )
         } else {
             let hooks: Vec<String> = self.hooks.iter().map(|h| format!("`{h}`")).collect();
             format!(
-                "{what} has only hooks ({}), which eve does not import yet: nothing was imported",
+                "{what} has only hooks ({}), and none eve can run: nothing was imported",
                 hooks.join(", ")
             )
         };
@@ -332,8 +335,9 @@ impl<'a> Planner<'a> {
                 self.agents(entry, plugin_name.as_deref(), true)?;
             }
         }
+        let hooks_files = self.plugin_hooks(base, manifest.as_ref())?;
         // The entries at the top that the manifest's paths name were read as parts.
-        let read: BTreeSet<String> = [&skills, &commands, &agents, &servers_files]
+        let read: BTreeSet<String> = [&skills, &commands, &agents, &servers_files, &hooks_files]
             .into_iter()
             .flatten()
             .filter_map(|p| p.split('/').next())
@@ -341,6 +345,122 @@ impl<'a> Planner<'a> {
             .collect();
         self.left_out_entries(base, base == ".claude", &read);
         Ok((name, description, what))
+    }
+
+    /// The plugin's hooks — `hooks/hooks.json` under `base`, and the `hooks` of its
+    /// manifest (an object, or the paths of more such files) — as `hooks/*.toml`, with
+    /// the plugin's entries their commands name (`${CLAUDE_PLUGIN_ROOT}/hooks/…`) copied.
+    /// Returns the files read.
+    fn plugin_hooks(
+        &mut self,
+        base: &str,
+        manifest: Option<&serde_json::Value>,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut found: Vec<(String, serde_json::Value)> = Vec::new();
+        let mut files = vec![join(base, "hooks/hooks.json")];
+        match manifest.and_then(|m| m.get("hooks")) {
+            Some(serde_json::Value::Object(map)) => found.push((
+                "the manifest's `hooks`".into(),
+                serde_json::Value::Object(map.clone()),
+            )),
+            Some(paths) => files.extend(
+                component_paths(Some(paths))
+                    .into_iter()
+                    .filter(|p| self.exists(p)),
+            ),
+            None => {}
+        }
+        files.dedup();
+        let mut read = Vec::new();
+        for rel in files {
+            if self.source.kind(&rel) != Kind::File {
+                continue;
+            }
+            read.push(rel.clone());
+            match self
+                .source
+                .read_text(&rel)
+                .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+            {
+                Ok(json) => found.push((rel, json)),
+                Err(why) => self.report.leave_out(rel, format!("not read: {why}")),
+            }
+        }
+        let connections: Vec<(String, String)> = self
+            .servers
+            .iter()
+            .map(|s| (s.original.clone(), s.name.clone()))
+            .collect();
+        let mut taken = Vec::new();
+        for (from, json) in found {
+            self.hooks.push(from.clone());
+            let converted = super::hooks::convert(&json, &from, &connections, &mut taken);
+            if converted.files.is_empty() && converted.left_out.is_empty() {
+                self.report.leave_out(from.clone(), "holds no hooks");
+            }
+            if converted.files.iter().any(|f| f.tools) {
+                self.report.check.push("the hooks' scripts read eve's tool names and inputs (`write_file` with `path`, `bash` with `command`), not Claude Code's (`Write` with `file_path`): check what each reads".into());
+            }
+            for (at, why) in converted.left_out {
+                self.report.leave_out(at, why);
+            }
+            for file in converted.files {
+                let written = format!("hooks/{}.toml", file.name);
+                self.tree.add(&written, file.toml)?;
+                let mut notes = file.notes;
+                notes.extend(self.hook_files(base, &file.command)?);
+                self.report.item(written, file.from, notes);
+            }
+        }
+        self.report.check.dedup();
+        Ok(read)
+    }
+
+    /// Copies the entries at the top of the plugin (under `base`) that a hook's
+    /// `command` names as `${CLAUDE_PLUGIN_ROOT}/…`, once each: notes for what could
+    /// not be.
+    fn hook_files(&mut self, base: &str, command: &str) -> anyhow::Result<Vec<Note>> {
+        use super::server_files::{Named, named, top_entry};
+        let mut notes = Vec::new();
+        // Quoted or not, the variable is the plugin's folder (`"${CLAUDE_PLUGIN_ROOT}"/x`).
+        let root = super::server_files::PLUGIN_ROOT;
+        let command = command
+            .replace("$CLAUDE_PLUGIN_ROOT", root)
+            .replace(&format!("\"{root}\""), root)
+            .replace(&format!("'{root}'"), root);
+        for path in named(&command) {
+            let path = match path {
+                Named::Inside(path) => path,
+                Named::Whole | Named::Escaping(_) => {
+                    notes.push(Note::Warning(
+                        "it names the plugin's folder as a whole, or a path out of it: only the entries it names by path are copied".into(),
+                    ));
+                    continue;
+                }
+                Named::Absolute(_) | Named::Relative(_) => continue,
+            };
+            let entry = top_entry(&path).to_string();
+            if self.server_entries.copied(&entry) || !self.hook_entries.insert(entry.clone()) {
+                continue;
+            }
+            let rel = join(base, &entry);
+            let copied = match super::server_copy::refused(self.source, &path, &entry) {
+                Some(why) if entry != "hooks" => Err(why),
+                _ => super::server_copy::copy_entry(self.source, &rel, &entry, &mut self.tree)?,
+            };
+            match copied {
+                Ok(item) => self.report.item(
+                    item.written,
+                    format!("{}, which hooks run", item.from),
+                    item.notes,
+                ),
+                Err(why) => notes.push(Note::Dropped(format!(
+                    "`{}`: not copied: {why}",
+                    shown(&path)
+                ))),
+            }
+        }
+        Ok(notes)
     }
 
     /// The paths of one part (`skills`): its folder under `base` when there is one, and
@@ -383,23 +503,7 @@ impl<'a> Planner<'a> {
         if plugin && self.source.kind(".claude-plugin/plugin.json") == Kind::File {
             return self.plugin_json();
         }
-        let manifest = self.listed.as_ref().map(|(listed, _)| listed.manifest())?;
-        if manifest.get("hooks").is_some() {
-            self.hooks.push(format!("{} `hooks`", marketplace::FILE));
-            self.report.leave_out(
-                format!(
-                    "{} `hooks` of `{}`",
-                    marketplace::FILE,
-                    shown(self.listed_name())
-                ),
-                "eve has no hooks",
-            );
-        }
-        Some(manifest)
-    }
-
-    fn listed_name(&self) -> &str {
-        self.listed.as_ref().map_or("", |(l, _)| l.name.as_str())
+        self.listed.as_ref().map(|(listed, _)| listed.manifest())
     }
 
     /// Whether `rel` exists; a path `plugin.json` names that does not is reported.
@@ -427,13 +531,10 @@ impl<'a> Planner<'a> {
                     "agents",
                     "commands",
                     "skills",
+                    "hooks",
                 ];
                 for key in map.keys().filter(|k| !used.contains(&k.as_str())) {
                     let why = match key.as_str() {
-                        "hooks" => {
-                            self.hooks.push(format!("{rel} `hooks`"));
-                            "eve has no hooks"
-                        }
                         "lspServers" => "eve has no language servers",
                         "outputStyles" => "eve has no output styles",
                         "version" | "author" | "homepage" | "repository" | "license"
@@ -850,10 +951,10 @@ impl<'a> Planner<'a> {
                 self.license(name, &rel);
                 continue;
             }
-            if self.server_entries.copied(name) {
+            if self.server_entries.copied(name) || self.hook_entries.contains(name) {
                 continue;
             }
-            let why = self.why_left_out(name, &rel, project);
+            let why = self.why_left_out(name, project);
             let shown_entry = if matches!(self.source.kind(&rel), Kind::Dir(_)) {
                 format!("{rel}/")
             } else {
@@ -880,15 +981,9 @@ impl<'a> Planner<'a> {
     }
 
     /// Why the entry `name` (at `rel`) at the top of the imported folder is not imported.
-    fn why_left_out(&mut self, name: &str, rel: &str, project: bool) -> &'static str {
+    fn why_left_out(&mut self, name: &str, project: bool) -> &'static str {
         match name {
-            "hooks" => {
-                let file = join(rel, "hooks.json");
-                let found = self.source.kind(&file) == Kind::File;
-                self.hooks
-                    .push(if found { file } else { format!("{rel}/") });
-                "eve has no hooks"
-            }
+            "hooks" => "no `hooks.json` in it: not a part eve imports",
             "settings.json" | "settings.local.json" => {
                 "Claude Code's settings (permissions, hooks, models): not imported"
             }

@@ -277,7 +277,7 @@ fn relative(source: &Source, path: &str) -> Relative {
 }
 
 /// Why the path inside the plugin `path` (in its top entry `entry`) is not copied.
-fn refused(source: &Source, path: &str, entry: &str) -> Option<String> {
+pub(super) fn refused(source: &Source, path: &str, entry: &str) -> Option<String> {
     if EVE_ENTRIES.contains(&entry) {
         return Some(format!(
             "`{entry}` is a part of eve's agent directory; move the server's files elsewhere and change its command"
@@ -298,7 +298,7 @@ fn refused(source: &Source, path: &str, entry: &str) -> Option<String> {
 }
 
 /// Copies the top entry `entry` of the plugin, a file or a folder, to `target`.
-fn copy_entry(
+pub(super) fn copy_entry(
     source: &Source,
     entry: &str,
     target: &str,

@@ -25,45 +25,91 @@ pub struct Hook {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HookEvent {
+    /// A session starts (or is reopened): may add context for the model.
+    SessionStart,
+    /// A message from the person, before the model sees it: may add context, or refuse
+    /// it.
+    UserPrompt,
     /// A tool call, before it runs (and before its approval): may allow, deny, or ask.
     BeforeTool,
     /// A tool call's result, before the model reads it: may add a note, or mark it failed.
     AfterTool,
     /// The model ends its turn: may refuse once with a reason, so it goes on.
     Stop,
+    /// A subagent ends its task: may refuse once with a reason, so it goes on.
+    SubagentStop,
+    /// The history is about to be compacted.
+    BeforeCompact,
     /// A question or an approval waits for the person.
     InputRequested,
+    /// The session ends (`eve run` exits, `eve dev` quits, a served session closes).
+    SessionEnd,
 }
 
 impl HookEvent {
+    /// Every event, in the order of a session.
+    pub const ALL: [HookEvent; 9] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPrompt,
+        HookEvent::BeforeTool,
+        HookEvent::AfterTool,
+        HookEvent::Stop,
+        HookEvent::SubagentStop,
+        HookEvent::BeforeCompact,
+        HookEvent::InputRequested,
+        HookEvent::SessionEnd,
+    ];
+
     /// Every event, by its name in a hook file.
-    pub const NAMES: &[&str] = &["before_tool", "after_tool", "stop", "input_requested"];
+    pub const NAMES: &[&str] = &[
+        "session_start",
+        "user_prompt",
+        "before_tool",
+        "after_tool",
+        "stop",
+        "subagent_stop",
+        "before_compact",
+        "input_requested",
+        "session_end",
+    ];
 
     /// The event with this name.
     pub fn from_name(name: &str) -> Option<HookEvent> {
-        use HookEvent::*;
-        [BeforeTool, AfterTool, Stop, InputRequested]
-            .into_iter()
-            .find(|e| e.name() == name)
+        HookEvent::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The event Claude Code calls `name`, if eve has it.
+    pub fn from_claude_name(name: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.claude_name() == name)
     }
 
     /// Its name in a hook file.
     pub fn name(self) -> &'static str {
         match self {
+            HookEvent::SessionStart => "session_start",
+            HookEvent::UserPrompt => "user_prompt",
             HookEvent::BeforeTool => "before_tool",
             HookEvent::AfterTool => "after_tool",
             HookEvent::Stop => "stop",
+            HookEvent::SubagentStop => "subagent_stop",
+            HookEvent::BeforeCompact => "before_compact",
             HookEvent::InputRequested => "input_requested",
+            HookEvent::SessionEnd => "session_end",
         }
     }
 
     /// Claude Code's name for it (`hook_event_name`), which existing hook scripts read.
     pub fn claude_name(self) -> &'static str {
         match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPrompt => "UserPromptSubmit",
             HookEvent::BeforeTool => "PreToolUse",
             HookEvent::AfterTool => "PostToolUse",
             HookEvent::Stop => "Stop",
+            HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::BeforeCompact => "PreCompact",
             HookEvent::InputRequested => "Notification",
+            HookEvent::SessionEnd => "SessionEnd",
         }
     }
 

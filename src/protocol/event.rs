@@ -43,6 +43,8 @@ pub enum EndReason {
     Error,
     /// Found on restart: a crash left the turn open.
     Interrupted,
+    /// A `user_prompt` hook refused the message: the model never saw it.
+    Refused,
 }
 
 impl EndReason {
@@ -57,6 +59,7 @@ impl EndReason {
             EndReason::MaxInputTokens => "max_input_tokens",
             EndReason::Error => "error",
             EndReason::Interrupted => "interrupted",
+            EndReason::Refused => "refused",
         }
     }
 

@@ -32,6 +32,7 @@ pub fn status(r: &Replayed) -> String {
         Some(EndReason::Interrupted) => "interrupted".into(),
         Some(EndReason::Error) => "failed".into(),
         Some(EndReason::Aborted) => "aborted".into(),
+        Some(EndReason::Refused) => "refused by a hook".into(),
         Some(reason) if reason.is_limit() => format!("stopped ({})", reason.as_str()),
         _ if r.status == "session.waiting" => "waiting for a message".into(),
         _ if r.status == "session.completed" => "completed".into(),

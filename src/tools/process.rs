@@ -158,8 +158,23 @@ pub async fn run(
     timeout: Duration,
     limit: usize,
 ) -> std::io::Result<Finished> {
+    run_with(program, args, &[], stdin, ctx, (timeout, limit)).await
+}
+
+/// [`run`], with the variables `env` set too.
+pub async fn run_with(
+    program: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+    stdin: Option<Vec<u8>>,
+    ctx: &ToolContext,
+    (timeout, limit): (Duration, usize),
+) -> std::io::Result<Finished> {
     let mut command = crate::sandbox::Command::new(program, &ctx.workspace);
     command.args(args).inherit_env(&ctx.hidden_env);
+    for (name, value) in env {
+        command.env(name, value);
+    }
     if stdin.is_some() {
         command.stdin_piped();
     }

@@ -9,9 +9,12 @@ use crate::common::agent::Agent;
 use crate::common::eve;
 
 /// A `before_tool` guard on `bash`, as a Python script reading Claude Code's fields.
-const NO_RM_RF: &str = r#"import json, sys
+const NO_RM_RF: &str = r#"import json, os, sys
 event = json.load(sys.stdin)
 assert event["hook_event_name"] == "PreToolUse" and event["event"] == "before_tool"
+# What Claude Code's scripts read of their environment.
+assert os.environ["CLAUDE_PROJECT_DIR"] == event["cwd"], os.environ["CLAUDE_PROJECT_DIR"]
+assert os.environ["CLAUDE_PLUGIN_ROOT"] == event["agent_dir"], os.environ["CLAUDE_PLUGIN_ROOT"]
 if "rm -rf" in event["tool_input"].get("command", ""):
     print("rm -rf is not allowed in this workspace", file=sys.stderr)
     sys.exit(2)
@@ -580,4 +583,127 @@ fn a_stop_hook_does_not_run_when_the_turn_has_no_step_left() {
     assert_eq!(result["end_reason"], "completed", "{result}");
     let log = std::fs::read_to_string(agent.session_log()).unwrap();
     assert!(!log.contains("hook.completed"), "{log}");
+}
+
+#[test]
+fn session_start_and_user_prompt_hooks_add_context_and_a_refusal_keeps_the_message_from_the_model()
+{
+    let agent = Agent::builder()
+        .file(
+            "hooks/branch.toml",
+            "event = \"session_start\"\ncommand = [\"sh\", \"-c\", \"echo \\\"branch: main ($(python3 -c 'import json,sys; print(json.load(sys.stdin)[\\\"source\\\"])'))\\\"\"]\n",
+        )
+        .file(
+            "hooks/ticket.toml",
+            "event = \"user_prompt\"\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/ticket.py\"]\n",
+        )
+        .file(
+            "hooks/ticket.py",
+            "import json, sys\nevent = json.load(sys.stdin)\nif 'password' in event['prompt']:\n    print('do not paste passwords here', file=sys.stderr)\n    sys.exit(2)\nprint(json.dumps({'additional_context': 'ticket: EVE-42'}))\n",
+        )
+        .replies("- text: on it\n")
+        .build();
+    let out = agent.run(&["fix the bug"]);
+    assert_eq!(out.status.code(), Some(0));
+    let sent = sent(&agent);
+    assert!(
+        sent.contains("fix the bug\\n\\nbranch: main (startup)\\n\\nticket: EVE-42"),
+        "{sent}"
+    );
+
+    let refused = agent.run(&[
+        "-o",
+        "json",
+        "--session",
+        &session_id(&agent),
+        "my password is hunter2",
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(result["end_reason"], "refused");
+    assert_eq!(result["result"], "do not paste passwords here");
+    // The model was called once, for the first message only, and the refused message
+    // is not in the session's history.
+    assert_eq!(agent.requests().len(), 1);
+    let log = std::fs::read_to_string(agent.session_log()).unwrap();
+    assert!(
+        !log.contains("\"role\":\"user\",\"text\":\"my password"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_parents_subagent_stop_hook_makes_its_subagent_take_one_more_step() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/check.toml",
+            "event = \"subagent_stop\"\ncommand = [\"sh\", \"-c\", \"echo 'list the files you read' >&2; exit 2\"]\n",
+        )
+        .file("subagents/helper/agent.toml", "description = \"Helps\"\n")
+        .file("subagents/helper/instructions.md", "Help.\n")
+        .replies(
+            "- tool_calls: [{name: helper, input: {task: \"look\"}}]\n- text: looked\n- text: looked at a.txt\n- text: done\n",
+        )
+        .build();
+    let out = agent.run(&["-o", "json", "go"]);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["result"], "done", "{result}");
+    let sent = sent(&agent);
+    assert!(
+        sent.contains("Stop hook feedback: list the files you read"),
+        "{sent}"
+    );
+    // The helper's second answer is what the agent read.
+    assert!(sent.contains("looked at a.txt"), "{sent}");
+    let requests = agent.requests();
+    assert_eq!(requests.len(), 4, "the parent itself was not held back");
+}
+
+#[test]
+fn before_compact_and_session_end_hooks_run() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/compacting.toml",
+            "event = \"before_compact\"\ncommand = [\"sh\", \"-c\", \"cat > compacting.json\"]\n",
+        )
+        .file(
+            "hooks/bye.toml",
+            "event = \"session_end\"\ncommand = [\"sh\", \"-c\", \"cat >> ended.jsonl; echo >> ended.jsonl\"]\n",
+        )
+        .replies("- text: one\n- text: two\n- text: summary\n")
+        .build();
+    assert_eq!(agent.run(&["first"]).status.code(), Some(0));
+    assert_eq!(
+        agent
+            .run(&["--session", &session_id(&agent), "second"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let compact = agent.run(&["--session", &session_id(&agent), "--compact"]);
+    assert_eq!(
+        compact.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&compact.stderr)
+    );
+    let compacting: Value = serde_json::from_str(
+        &std::fs::read_to_string(agent.workspace.join("compacting.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(compacting["hook_event_name"], "PreCompact");
+    assert_eq!(compacting["trigger"], "manual");
+    let ended = std::fs::read_to_string(agent.workspace.join("ended.jsonl")).unwrap();
+    assert_eq!(
+        ended.lines().filter(|l| l.contains("SessionEnd")).count(),
+        3,
+        "{ended}"
+    );
+    // The last run's hook is in its log, after the session's last word.
+    let log = std::fs::read_to_string(agent.session_log()).unwrap();
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("hook.completed") && last.contains("session_end"),
+        "{last}"
+    );
 }

@@ -557,12 +557,67 @@ fn the_files_a_plugins_servers_run_are_copied_and_the_report_shows_what_the_buil
 }
 
 #[test]
-fn a_hooks_only_plugin_imports_nothing_and_says_why() {
-    let source = fixtures().join("import/hooks-only");
+fn a_plugins_hooks_become_hook_files_that_build_and_fire() {
+    let (tmp, snapshot) = import("guardrails");
+    insta::assert_snapshot!("import_guardrails", snapshot);
+    let dir = tmp.path().join("out");
+    std::fs::write(
+        dir.join("replies.yaml"),
+        "- tool_calls: [{name: write_file, input: {path: .env, content: \"KEY=1\\n\"}}]\n- tool_calls: [{name: bash, input: {command: \"echo git push --force > pushed.txt\"}}]\n- text: done\n",
+    )
+    .unwrap();
+    let out = run_in(
+        &dir,
+        &[
+            "run",
+            ".",
+            "--model",
+            "scripted:replies.yaml",
+            "-o",
+            "stream-json",
+            "go",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !dir.join(".env").exists(),
+        "the imported guard let the write through"
+    );
+    assert!(!dir.join("pushed.txt").exists(), "{}", out.stderr);
+    let denied: Vec<String> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "hook.completed" && e["data"]["decision"] == "deny")
+        .map(|e| e["data"]["hook"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(denied, ["security-reminder-hook", "no-force-push"]);
+    assert!(out.stdout.contains(".env holds secrets: do not edit it"));
+}
+
+#[test]
+fn a_plugin_whose_hooks_eve_cannot_run_imports_nothing_and_says_why() {
     let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("prompt-hooks");
+    std::fs::create_dir_all(source.join("hooks")).unwrap();
+    std::fs::create_dir_all(source.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        source.join(".claude-plugin/plugin.json"),
+        r#"{"name": "prompt-hooks"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        source.join("hooks/hooks.json"),
+        r#"{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "prompt": "Done?"}]}]}}"#,
+    )
+    .unwrap();
     let (code, stderr) = refused(tmp.path(), &source, &["--into", "out"]);
     assert_eq!(code, 1, "{stderr}");
-    insta::assert_snapshot!("import_hooks_only", stderr);
+    assert!(
+        stderr.contains("has only hooks (`hooks/hooks.json`), and none eve can run")
+            && stderr.contains("a `prompt` hook: eve runs command hooks only"),
+        "{stderr}"
+    );
     assert!(!tmp.path().join("out").exists());
     // A folder with nothing eve can use says what was there.
     let empty = tmp.path().join("empty");

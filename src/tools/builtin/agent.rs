@@ -124,6 +124,10 @@ impl AgentTool {
                 ))
             }
             EndReason::Aborted => ToolOutput::error(format!("`{}` was interrupted", self.name)),
+            EndReason::Refused => ToolOutput::error(format!(
+                "`{}` refused the task: {}",
+                self.name, outcome.result
+            )),
             EndReason::Waiting => ToolOutput::error(format!(
                 "`{}` stopped to wait for a person, which a child agent cannot do",
                 self.name
