@@ -177,21 +177,18 @@ fn check_command(toml: &TomlFile, argv: &[Spanned<String>], agent_dir: &Path) ->
     for arg in argv {
         ok &= super::templates::check_template(toml, "command", arg, &["agent_dir", "workspace"]);
     }
+    if !ok {
+        return false;
+    }
     let program = &argv[0];
-    let text = program.value.trim_start();
-    let why = if text.starts_with("{{")
-        && text
-            .trim_start_matches("{{")
-            .trim_start()
-            .starts_with("workspace")
-    {
-        Some("its program is in the workspace, which the model can write".to_string())
-    } else if !text.contains("{{") && text.contains('/') && !Path::new(text).is_absolute() {
-        Some(format!(
+    let why = match program_place(&program.value) {
+        Some(Place::Workspace) => {
+            Some("its program is in the workspace, which the model can write".to_string())
+        }
+        Some(Place::Relative(text)) => Some(format!(
             "`{text}` resolves in the workspace (where hooks run), which the model can write"
-        ))
-    } else {
-        None
+        )),
+        _ => None,
     };
     if let Some(why) = why {
         toml.report(
@@ -220,6 +217,41 @@ fn check_command(toml: &TomlFile, argv: &[Spanned<String>], agent_dir: &Path) ->
         }
     }
     ok
+}
+
+/// Where a hook's program is, rendered as it will be.
+#[derive(Debug, PartialEq)]
+enum Place {
+    /// Under the workspace.
+    Workspace,
+    /// A relative path with a folder in it (`./check.sh`): in the workspace, where the
+    /// hook starts.
+    Relative(String),
+    /// Anywhere else: on `PATH`, absolute, in the agent directory.
+    Elsewhere,
+}
+
+/// Where the program `template` names, rendered with stand-ins for the agent directory
+/// and the workspace; `None` when it cannot be rendered (reported already).
+fn program_place(template: &str) -> Option<Place> {
+    const AGENT: &str = "/eve-agent-dir";
+    const WORKSPACE: &str = "/eve-workspace";
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let text = env
+        .render_str(
+            template,
+            minijinja::context! { agent_dir => AGENT, workspace => WORKSPACE },
+        )
+        .ok()?;
+    let path = Path::new(text.trim());
+    Some(if path.starts_with(WORKSPACE) {
+        Place::Workspace
+    } else if !path.is_absolute() && text.contains('/') {
+        Place::Relative(text.trim().to_string())
+    } else {
+        Place::Elsewhere
+    })
 }
 
 /// `on_error`: `None` when not written, `Some(None)` when unknown (reported).
@@ -302,4 +334,25 @@ pub fn applies_to(hook: &Hook, tool: &str) -> bool {
                 p == tool
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_is_judged_where_it_renders() {
+        for (template, place) in [
+            ("{{ workspace }}/x", Place::Workspace),
+            ("{{- workspace }}/x", Place::Workspace),
+            ("{{workspace}}", Place::Workspace),
+            ("{{ \"./x\" }}", Place::Relative("./x".into())),
+            ("scripts/x.sh", Place::Relative("scripts/x.sh".into())),
+            ("{{ agent_dir }}/hooks/x.sh", Place::Elsewhere),
+            ("python3", Place::Elsewhere),
+            ("/usr/bin/env", Place::Elsewhere),
+        ] {
+            assert_eq!(program_place(template), Some(place), "{template}");
+        }
+    }
 }

@@ -352,7 +352,14 @@ impl Harness {
                 Some(reason) => format!("The user denied this call: {reason}"),
                 None => "The user denied this call.".to_string(),
             })),
-            Some(Resolution::Approved { .. }) => Plan::RunApproved,
+            // An approval is of the input it showed: without one bound, it approves
+            // nothing (every approval is bound when it is given or replayed).
+            Some(Resolution::Approved { .. }) if self.approved_inputs.contains_key(&call.id) => {
+                Plan::RunApproved
+            }
+            Some(Resolution::Approved { .. }) => Plan::Result(ToolOutput::error(
+                "This call's approval is not bound to what the person was shown, so it did not run. Call it again to ask.",
+            )),
             None => Plan::Run,
         }
     }

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::Harness;
 use super::Bound;
+use super::Harness;
 pub use super::verdict::{Decision, Judged};
 use crate::manifest::hook::{Hook, HookEvent, OnError};
 use crate::protocol::{EventKind, InputKind, InputRequest};
@@ -427,6 +427,7 @@ async fn spawn(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Result<Answer,
     let Some((program, args)) = argv.split_first() else {
         return Err("its command is empty".into());
     };
+    refuse_workspace_program(program, ctx)?;
     let found = process::find(program, ctx)?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let timeout = Duration::from_secs(hook.timeout_secs.max(1));
@@ -473,6 +474,23 @@ async fn spawn(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Result<Answer,
         )),
         None => Err("it was killed by a signal".into()),
     }
+}
+
+/// A program named by its path must not be one the model can write: under the
+/// workspace but not in the agent directory (whose files are the definition, kept
+/// read-only). The build refuses such commands; this holds whatever the build saw.
+fn refuse_workspace_program(program: &str, ctx: &ToolContext) -> Result<(), String> {
+    if !program.contains('/') {
+        return Ok(());
+    }
+    let real = |path: &std::path::Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let path = real(&ctx.workspace.join(program));
+    if path.starts_with(real(&ctx.workspace)) && !path.starts_with(real(&ctx.agent_dir)) {
+        return Err(format!(
+            "its program `{program}` is in the workspace, which the model can write"
+        ));
+    }
+    Ok(())
 }
 
 /// A hook's stdout after exit code 0: nothing, a JSON answer, or plain text (a note for

@@ -25,28 +25,31 @@ impl Harness {
         }
     }
 
-    /// Settles `call_id` with `resolution` (the person's answer, or `--yes`'s): the
-    /// event, and what the call's plan reads. An approval of a request that was shown
-    /// binds the call to the input it showed: that is what runs, whatever the model
-    /// sent or a hook would answer later.
+    /// Settles `request` with `resolution` (the person's answer, or `--yes`'s): the
+    /// event, and what the call's plan reads. An approval binds the call to the
+    /// request's input: that is what runs, whatever the model sent or a hook would
+    /// answer later. A request nobody was `shown` (`--yes`) has its input in the event,
+    /// so that a reopened session binds the same.
     pub(super) fn resolve(
         &mut self,
         turn_id: &str,
-        request: Option<&InputRequest>,
-        call_id: &str,
+        request: &InputRequest,
+        shown: bool,
         resolution: Resolution,
     ) {
+        let approved = matches!(resolution, Resolution::Approved { .. });
         self.emitter.emit(EventKind::InputResolved {
             turn_id: turn_id.to_string(),
-            request_id: request.map_or_else(|| crate::ids::new_id("req"), |r| r.request_id.clone()),
-            call_id: call_id.to_string(),
+            request_id: request.request_id.clone(),
+            call_id: request.call_id.clone(),
             resolution: resolution.clone(),
+            input: (approved && !shown).then(|| request.input.clone()),
         });
-        if let (Resolution::Approved { .. }, Some(request)) = (&resolution, request) {
+        if approved {
             self.approved_inputs
-                .insert(call_id.to_string(), request.input.clone());
+                .insert(request.call_id.clone(), request.input.clone());
         }
-        self.resolutions.insert(call_id.to_string(), resolution);
+        self.resolutions.insert(request.call_id.clone(), resolution);
     }
 
     /// Forgets the answers and judgements of a step once its calls have their results.
@@ -78,7 +81,15 @@ impl Harness {
                 let resolution = Resolution::Approved {
                     by: Some("--yes".into()),
                 };
-                self.resolve(turn_id, None, &call.id, resolution);
+                // What `--yes` approves is the call as it is now.
+                let request = InputRequest {
+                    request_id: crate::ids::new_id("req"),
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    input: call.input.clone(),
+                    kind: InputKind::Approval,
+                };
+                self.resolve(turn_id, &request, false, resolution);
                 continue;
             }
             let request = InputRequest {
@@ -98,7 +109,7 @@ impl Harness {
                 // Let the console show the request before the question is asked.
                 tokio::task::yield_now().await;
                 if let Some(resolution) = asker.ask(&request).await {
-                    self.resolve(turn_id, Some(&request), &call.id, resolution);
+                    self.resolve(turn_id, &request, true, resolution);
                     continue;
                 }
                 if self.can_park() {

@@ -111,12 +111,7 @@ impl Harness {
             self.parked = Some(parked);
             return Err(HarnessError::WrongAnswer { wanted });
         }
-        self.resolve(
-            &parked.turn_id,
-            Some(&parked.request),
-            &parked.request.call_id,
-            resolution,
-        );
+        self.resolve(&parked.turn_id, &parked.request, true, resolution);
         let mut turn = Turn::new(parked.turn_id);
         turn.steps = parked.steps;
         turn.usage = parked.usage;

@@ -240,6 +240,7 @@ pub const DEFINITION_ENTRIES: &[&str] = &[
     "skills",
     "subagents",
     "connections",
+    "hooks",
     "evals",
 ];
 

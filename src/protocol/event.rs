@@ -235,6 +235,10 @@ pub enum EventKind {
         request_id: String,
         call_id: String,
         resolution: Resolution,
+        /// The input an approval nobody was shown is of (`--yes`); one a person was
+        /// shown is its request's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input: Option<Value>,
     },
     /// History is about to be compacted before a model call.
     #[serde(rename = "compaction.requested")]

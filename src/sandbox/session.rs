@@ -30,7 +30,14 @@ pub fn for_session(
 /// An empty folder is the same definition as none (the same inputs hash), and git does
 /// not track empty folders. `instructions/` is left out: beside `instructions.md` it
 /// makes the build fail, which the review records and nothing runs.
-const FIRST_FOLDERS: &[&str] = &["tools", "skills", "subagents", "connections", "evals"];
+const FIRST_FOLDERS: &[&str] = &[
+    "tools",
+    "skills",
+    "subagents",
+    "connections",
+    "hooks",
+    "evals",
+];
 
 /// Everything a sandbox is made from, kept so that more can be made like it: each MCP
 /// server gets its own, with its private cache folder writable besides.

@@ -20,8 +20,13 @@ use crate::serve::log::log_line;
 pub enum Job {
     /// A turn answering this message; `new`: the session is created for it.
     Turn { message: String, new: bool },
-    /// Resume the parked turn with this answer or decision.
-    Resume(Resolution),
+    /// Resume the parked turn with this answer or decision to the request the client
+    /// was shown: when the log waits for another by the time the job opens it, the job
+    /// does nothing.
+    Resume {
+        request_id: String,
+        resolution: Resolution,
+    },
     /// Compact the history now.
     Compact,
     /// End the parked turn as aborted.
@@ -33,7 +38,7 @@ impl Job {
     fn action(&self) -> Option<runner::Action> {
         match self {
             Job::Turn { message, .. } => Some(runner::Action::Turn(message.clone())),
-            Job::Resume(resolution) => Some(runner::Action::Resume(resolution.clone())),
+            Job::Resume { resolution, .. } => Some(runner::Action::Resume(resolution.clone())),
             Job::Compact => Some(runner::Action::Compact),
             Job::CancelParked => None,
         }
@@ -87,7 +92,7 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
                 let cancel = state.abort.child_token();
                 e.status = SessionStatus::Queued;
                 e.cancel = Some(cancel.clone());
-                return Some((resolution, Index::live_for_turn(e), cancel));
+                return Some((request, resolution, Index::live_for_turn(e), cancel));
             }
             (_, Some((request, _))) => log_line!(
                 "eve serve: session {id}: the answer to request {request} came as the turn ended without parking on it; it was not used"
@@ -101,8 +106,12 @@ async fn run(state: Arc<State>, id: String, job: Job, live: Arc<Live>, cancel: C
         };
         None
     });
-    if let Some((resolution, live, cancel)) = resume.flatten() {
-        spawn(&state, id, Job::Resume(resolution), live, cancel);
+    if let Some((request_id, resolution, live, cancel)) = resume.flatten() {
+        let job = Job::Resume {
+            request_id,
+            resolution,
+        };
+        spawn(&state, id, job, live, cancel);
     }
 }
 
@@ -136,7 +145,13 @@ async fn drive(
     .map_err(|e| e.to_string())?;
     // The log may have changed since the index saw it (`eve run --session` between two
     // turns): what it waits for decides, as for `eve run`.
+    let waits_for = prepared.harness.pending().map(|p| p.request_id.as_str());
     let refused = match job.action() {
+        _ if matches!(&job, Job::Resume { request_id, .. } if Some(request_id.as_str()) != waits_for) => {
+            Some(runner::RunError::Usage(format!(
+                "session {id} no longer waits for the request that was answered: it was settled elsewhere"
+            )))
+        }
         Some(action) => runner::check_action(&prepared, &action).err(),
         None if prepared.harness.pending().is_none() => Some(runner::RunError::Usage(format!(
             "session {id} is not waiting for an answer or an approval"
@@ -159,7 +174,7 @@ async fn drive(
         (Err(error), _) => TurnOutcome::failed(error),
         (Ok(()), job) => match job {
             Job::Turn { message, .. } => harness.run_turn(message, cancel.clone()).await,
-            Job::Resume(resolution) => harness
+            Job::Resume { resolution, .. } => harness
                 .resume_turn(resolution, cancel.clone())
                 .await
                 .unwrap_or_else(TurnOutcome::failed),

@@ -175,7 +175,10 @@ async fn send(state: &Arc<State>, id: &str, request: SendBody) -> Result<Respons
                 |entry| answer_while_parking(entry, &mut crate::sync::lock(&responses)),
                 |entry| match (&entry.pending, crate::sync::lock(&responses).take()) {
                     (Some(pending), Some(responses)) if entry.status == SessionStatus::Waiting => {
-                        resolution(pending, responses).map(Job::Resume)
+                        resolution(pending, responses).map(|resolution| Job::Resume {
+                            request_id: pending.request_id.clone(),
+                            resolution,
+                        })
                     }
                     _ => Err(not_active(id)),
                 },

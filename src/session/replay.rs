@@ -75,18 +75,37 @@ pub struct Replayed {
 impl Replayed {
     /// `call_id`'s request is answered; an approval is of the input the person was
     /// shown.
-    fn resolved(&mut self, call_id: &str, resolution: &Resolution) {
-        if let (Resolution::Approved { .. }, Some(waiting)) = (resolution, &self.waiting)
-            && waiting.request.call_id == call_id
-        {
+    fn resolved(
+        &mut self,
+        call_id: &str,
+        resolution: &Resolution,
+        input: Option<&serde_json::Value>,
+    ) {
+        let shown = self
+            .waiting
+            .as_ref()
+            .filter(|w| w.request.call_id == call_id)
+            .map(|w| &w.request.input);
+        if let (Resolution::Approved { .. }, Some(input)) = (resolution, shown.or(input)) {
             self.approved_inputs
-                .insert(call_id.to_string(), waiting.request.input.clone());
+                .insert(call_id.to_string(), input.clone());
         }
         self.resolutions
             .insert(call_id.to_string(), resolution.clone());
     }
 
-    /// The turn's answers are done with (it started, or ended).
+    /// A step of the open turn starts. Answers belong to the calls of one step, as in
+    /// the harness: none carries over to a later call that reuses an id.
+    fn step_started(&mut self, step: u64) {
+        if let Some(turn) = self.turns.last_mut() {
+            turn.steps = step;
+        }
+        self.forget_answers();
+        self.step_chars = 0;
+        self.status = "running".into();
+    }
+
+    /// The turn's answers are done with (a step or the turn started, or it ended).
     fn forget_answers(&mut self) {
         self.resolutions.clear();
         self.approved_inputs.clear();
@@ -223,13 +242,7 @@ fn apply(r: &mut Replayed, record: &Record) {
                     turn.input = text.clone();
                 }
             }
-            EventKind::StepStarted { step, .. } => {
-                if let Some(turn) = r.turns.last_mut() {
-                    turn.steps = *step;
-                }
-                r.step_chars = 0;
-                r.status = "running".into();
-            }
+            EventKind::StepStarted { step, .. } => r.step_started(*step),
             EventKind::StepCompleted {
                 usage,
                 usage_reported,
@@ -260,9 +273,10 @@ fn apply(r: &mut Replayed, record: &Record) {
             EventKind::InputResolved {
                 call_id,
                 resolution,
+                input,
                 ..
             } => {
-                r.resolved(call_id, resolution);
+                r.resolved(call_id, resolution, input.as_ref());
                 r.waiting = None;
                 r.status = "running".into();
             }
@@ -412,6 +426,47 @@ mod tests {
                 },
             },
         ]
+    }
+
+    #[test]
+    fn an_approval_is_of_the_input_it_showed_and_lasts_one_step() {
+        use crate::protocol::{InputKind, InputRequest, Resolution};
+        let request = |id: &str, input: serde_json::Value| InputRequest {
+            request_id: format!("req_{id}"),
+            call_id: id.into(),
+            tool: "bash".into(),
+            input,
+            kind: InputKind::Approval,
+        };
+        let resolved = |id: &str, input: Option<serde_json::Value>| {
+            event(EventKind::InputResolved {
+                turn_id: "turn_1".into(),
+                request_id: format!("req_{id}"),
+                call_id: id.into(),
+                resolution: Resolution::Approved { by: None },
+                input,
+            })
+        };
+        let mut log = crashed_log();
+        log.extend([
+            event(EventKind::InputRequested {
+                turn_id: "turn_1".into(),
+                request: request("c1", json!({"command": "shown"})),
+            }),
+            resolved("c1", None),
+            // `--yes`: nobody was shown a request; the event holds what it approved.
+            resolved("c2", Some(json!({"command": "as it was"}))),
+        ]);
+        let r = replay(log.clone());
+        assert_eq!(r.approved_inputs["c1"], json!({"command": "shown"}));
+        assert_eq!(r.approved_inputs["c2"], json!({"command": "as it was"}));
+        // A later step's call reusing an id inherits no approval.
+        log.push(event(EventKind::StepStarted {
+            turn_id: "turn_1".into(),
+            step: 2,
+        }));
+        let r = replay(log);
+        assert!(r.resolutions.is_empty() && r.approved_inputs.is_empty());
     }
 
     #[test]

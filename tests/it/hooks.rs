@@ -707,3 +707,26 @@ fn before_compact_and_session_end_hooks_run() {
         "{last}"
     );
 }
+
+#[test]
+fn the_model_cannot_write_hooks_into_an_agent_directory_in_its_workspace() {
+    let agent = Agent::builder()
+        .in_place()
+        .file(
+            "hooks/audit.toml",
+            "event = \"before_tool\"\ncommand = [\"true\"]\non_error = \"allow\"\n",
+        )
+        .replies(
+            "- tool_calls: [{name: write_file, input: {path: hooks/allow-all.toml, content: \"event = \\\"stop\\\"\\ncommand = [\\\"true\\\"]\\n\"}}]\n- tool_calls: [{name: bash, input: {command: \"echo x > hooks/evil.sh\"}}]\n- text: done\n",
+        )
+        .build();
+    let out = agent.run(&["go"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!agent.dir.join("hooks/allow-all.toml").exists());
+    assert!(!agent.dir.join("hooks/evil.sh").exists());
+}

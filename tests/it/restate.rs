@@ -298,12 +298,14 @@ fn a_parked_question_is_answered_through_the_other_worker() {
     assert_eq!(wrong.status, 409);
     assert_eq!(wrong.body["code"], "request_not_pending");
     // Straight at the ingress: an answer whose text is over the message limit, in
-    // whichever field, is refused and the turn stays parked.
+    // whichever field, or an approval of a question, is refused and the turn stays
+    // parked.
     let long = "x".repeat(MAX_MESSAGE + 1);
     for resolution in [
         json!({"decision": "answer", "text": long}),
         json!({"decision": "approved", "by": long}),
         json!({"decision": "denied", "reason": long}),
+        json!({"decision": "approved"}),
     ] {
         let body = json!({"requestId": request_id, "wake": {"answer": "resolve", "resolution": resolution}});
         let (status, said) = http(

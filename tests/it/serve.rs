@@ -971,6 +971,40 @@ fn a_session_eve_run_changed_between_turns_is_taken_as_its_log_says() {
 }
 
 #[test]
+fn an_approval_of_a_request_eve_run_settled_never_approves_the_next_one() {
+    let guarded = (
+        "guarded",
+        "description = \"Needs a person\"\napproval = \"always\"\ncommand = [\"sh\", \"-c\", \"cat >> ran.jsonl; echo >> ran.jsonl\"]\n[input_schema]\ntype = \"object\"\n",
+    );
+    let dir = agent(
+        "- tool_calls: [{name: guarded, input: {n: 1}}]\n- tool_calls: [{name: guarded, input: {n: 2}}]\n- text: Done.\n",
+        &[guarded],
+    );
+    let server = Served::start(dir.path(), &[], &[]);
+    let id = server.create("Do both");
+    server.stream(&id, "");
+    let first = server.wait_for(&id, "waiting")["pending"]["requestId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Approved at the terminal meanwhile: the first call runs, and the turn parks on
+    // the second.
+    let approved = common::run_in(dir.path(), &["run", ".", "--session", &id, "--approve"]);
+    assert_eq!(approved.code, 3, "{}", approved.stderr);
+    // The client's approval names the first request, which the server still shows.
+    let stale = server.call(
+        "POST",
+        &format!("/eve/v1/session/{id}"),
+        Some(&json!({"inputResponses": [{"requestId": first, "optionId": "approve"}]}).to_string()),
+    );
+    assert_eq!(stale.status, 202, "{:?}", stale.body);
+    let session = server.wait_for(&id, "waiting");
+    assert_ne!(session["pending"]["requestId"], json!(first));
+    let ran = std::fs::read_to_string(dir.path().join("ran.jsonl")).unwrap();
+    assert_eq!(ran.lines().count(), 1, "the second call ran unseen: {ran}");
+}
+
+#[test]
 fn cors_is_off_unless_one_origin_is_named() {
     let dir = agent("- text: hi\n- text: hi\n", &[]);
     let server = Served::start(dir.path(), &[], &[]);

@@ -381,6 +381,22 @@ impl EveSession {
         if pending.request_id != respond.request_id {
             return Ok(Json(Answer::refused(Refusal::RequestNotPending, &meta)));
         }
+        // An answer of the other kind would leave the turn parked with nobody able to
+        // wake it again: refused here, where the request is known.
+        if let Wake::Resolve { resolution } = &respond.wake {
+            let fits = match resolution {
+                Resolution::Answer { .. } => pending.kind == "question",
+                Resolution::Approved { .. } | Resolution::Denied { .. } => {
+                    pending.kind == "approval"
+                }
+            };
+            if !fits {
+                return Err(terminal(format!(
+                    "request `{}` is a {}: answer it as one",
+                    pending.request_id, pending.kind
+                )));
+            }
+        }
         // Every string of the answer goes into the session's records and stream.
         if let Wake::Resolve {
             resolution:
