@@ -92,7 +92,8 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// An agent whose scripted model calls `bash` with `true` `steps` times, then answers.
-fn bash_loop(dir: &Path, steps: usize) {
+/// `hooked`: with one `before_tool` hook on `bash` that runs `true`.
+fn bash_loop(dir: &Path, steps: usize, hooked: bool) {
     std::fs::create_dir_all(dir.join("tools")).unwrap();
     std::fs::write(
         dir.join("agent.toml"),
@@ -101,6 +102,14 @@ fn bash_loop(dir: &Path, steps: usize) {
     .unwrap();
     std::fs::write(dir.join("instructions.md"), "Run the tool.\n").unwrap();
     std::fs::write(dir.join("tools/bash.toml"), "approval = \"never\"\n").unwrap();
+    if hooked {
+        std::fs::create_dir_all(dir.join("hooks")).unwrap();
+        std::fs::write(
+            dir.join("hooks/guard.toml"),
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"true\"]\n",
+        )
+        .unwrap();
+    }
     let mut replies = String::new();
     for _ in 0..steps {
         replies.push_str("- tool_calls: [{name: bash, input: {command: \"true\"}}]\n");
@@ -138,8 +147,10 @@ fn eve_once(args: &[&str], key: bool) -> (Duration, libc::rusage) {
 fn floor_benchmark(dir: &Path) {
     let many = dir.join("loop");
     let one = dir.join("one");
-    bash_loop(&many, LOOP);
-    bash_loop(&one, 0);
+    let hooked = dir.join("hooked");
+    bash_loop(&many, LOOP, false);
+    bash_loop(&one, 0, false);
+    bash_loop(&hooked, LOOP, true);
     let run = |agent: &Path| {
         vec![
             "run".to_string(),
@@ -149,14 +160,16 @@ fn floor_benchmark(dir: &Path) {
             "stream-json".to_string(),
         ]
     };
-    let (many_args, one_args) = (run(&many), run(&one));
+    let (many_args, one_args, hooked_args) = (run(&many), run(&one), run(&hooked));
     fn as_str(v: &[String]) -> Vec<&str> {
         v.iter().map(String::as_str).collect()
     }
     // Warm the build cache and the page cache once.
     eve_once(&as_str(&many_args), false);
     eve_once(&as_str(&one_args), false);
+    eve_once(&as_str(&hooked_args), false);
     let (mut floor, mut version, mut reply, mut looped) = (vec![], vec![], vec![], vec![]);
+    let mut with_hook = vec![];
     let mut peak = 0i64;
     for _ in 0..RUNS {
         // Interleaved, so a busy machine slows all alike.
@@ -174,7 +187,9 @@ fn floor_benchmark(dir: &Path) {
         let (wall, usage) = eve_once(&as_str(&many_args), true);
         looped.push(wall);
         peak = peak.max(usage.ru_maxrss);
+        with_hook.push(eve_once(&as_str(&hooked_args), true).0);
     }
+    let with_hook = median(with_hook);
     let (floor, version, reply, looped) = (
         median(floor),
         median(version),
@@ -193,6 +208,13 @@ fn floor_benchmark(dir: &Path) {
         "  eve: a tool step (`bash` running `true`), from a {LOOP}-step run less a one-reply run: {:.3} ms = {:.2}x the floor",
         ms(step),
         step.as_secs_f64() / floor.as_secs_f64()
+    );
+    let hooked_step = with_hook.saturating_sub(reply) / LOOP as u32;
+    println!(
+        "  eve: the same step with one `before_tool` hook running `true`: {:.3} ms = the step + {:.3} ms ({:.2}x the floor's one spawn)",
+        ms(hooked_step),
+        ms(hooked_step.saturating_sub(step)),
+        hooked_step.saturating_sub(step).as_secs_f64() / floor.as_secs_f64()
     );
     println!(
         "  floor: `eve --version`: {:.3} ms; eve: a one-reply turn with a provider key set: {:.3} ms = {:.2}x",
