@@ -31,6 +31,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         "evals/summarize-folder.toml",
         include_str!("../../templates/evals/summarize-folder.toml"),
     ),
+    (
+        "hooks/no-force-push.toml",
+        include_str!("../../templates/hooks/no-force-push.toml"),
+    ),
     (".gitignore", include_str!("../../templates/gitignore")),
 ];
 

@@ -91,6 +91,7 @@ pub mod code {
     pub const EVAL_PATTERN: &str = "E0708";
     pub const EVAL_STUB: &str = "E0709";
     pub const EVAL_NEVER_HOLDS: &str = "W0710";
+    pub const UNKNOWN_EVAL_HOOK: &str = "E0711";
 
     pub const INVALID_CONNECTION_NAME: &str = "E0801";
     pub const CONNECTION_TRANSPORT: &str = "E0802";
@@ -186,6 +187,7 @@ pub mod code {
         EVAL_PATTERN,
         EVAL_STUB,
         EVAL_NEVER_HOLDS,
+        UNKNOWN_EVAL_HOOK,
         INVALID_CONNECTION_NAME,
         CONNECTION_TRANSPORT,
         WRONG_TRANSPORT_KEY,

@@ -54,6 +54,7 @@ pub fn check(expect: &Expect, observed: &Observed<'_>, default_end: Option<&str>
         );
     }
     events(expect, observed, &mut checks);
+    hooks(expect, observed, &mut checks);
     for (path, file) in &expect.files {
         file_checks(path, file, observed, &mut checks);
     }
@@ -278,6 +279,76 @@ fn tools(expect: &Expect, calls: &[Call], checks: &mut Vec<Check>) {
 fn is_subsequence(want: &[&str], have: &[&str]) -> bool {
     let mut have = have.iter();
     want.iter().all(|w| have.any(|h| h == w))
+}
+
+/// `[expect.hooks]`, against the `hook.completed` events of the agent and its
+/// subagents.
+fn hooks(expect: &Expect, observed: &Observed<'_>, checks: &mut Vec<Check>) {
+    if expect.hooks.is_empty() {
+        return;
+    }
+    // (hook, decision, rewrote) of every run.
+    let runs: Vec<(&str, &str, bool)> = observed
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            crate::protocol::EventKind::HookCompleted {
+                hook,
+                decision,
+                updated_input,
+                ..
+            } => Some((hook.as_str(), decision.as_str(), updated_input.is_some())),
+            _ => None,
+        })
+        .collect();
+    let seen = || {
+        let list: Vec<String> = runs
+            .iter()
+            .map(|(hook, decision, rewrote)| {
+                format!(
+                    "{hook}: {decision}{}",
+                    if *rewrote { ", rewrote" } else { "" }
+                )
+            })
+            .collect();
+        vec![if list.is_empty() {
+            "no hook ran".to_string()
+        } else {
+            format!("hook runs: {}", list.join("; "))
+        }]
+    };
+    let mut check = |key: &str, name: &str, wanted: &str, passed: bool| {
+        checks.push(
+            Check::new(key, passed)
+                .expected(format!("hook `{name}` {wanted}"))
+                .actual(if passed { "so" } else { "not so" })
+                .details(if passed { Vec::new() } else { seen() }),
+        );
+    };
+    let hooks = &expect.hooks;
+    for name in &hooks.ran {
+        let passed = runs.iter().any(|(h, _, _)| h == name);
+        check("expect.hooks.ran", name, "ran", passed);
+    }
+    for name in &hooks.not_ran {
+        let passed = !runs.iter().any(|(h, _, _)| h == name);
+        check("expect.hooks.not_ran", name, "never ran", passed);
+    }
+    for name in &hooks.denied {
+        let passed = runs
+            .iter()
+            .any(|(h, d, _)| h == name && matches!(*d, "deny" | "block"));
+        check("expect.hooks.denied", name, "refused something", passed);
+    }
+    for name in &hooks.rewrote {
+        let passed = runs.iter().any(|(h, _, r)| h == name && *r);
+        check(
+            "expect.hooks.rewrote",
+            name,
+            "rewrote a call's input",
+            passed,
+        );
+    }
 }
 
 fn events(expect: &Expect, observed: &Observed<'_>, checks: &mut Vec<Check>) {

@@ -297,6 +297,7 @@ mod tests {
             }],
             expect: Expect::default(),
             workspace: Workspace::default(),
+            hook_stubs: Vec::new(),
             replies: None,
             stubs: Vec::new(),
             repeat: 1,

@@ -294,7 +294,8 @@ fn start(
     )?;
     let setup = setup
         .with_journal(Arc::new(RunLog::create(&dir.join("session.jsonl"))?))
-        .with_stubs((!case.stubs.is_empty()).then(|| Arc::new(Stubs::new(&case.stubs))));
+        .with_stubs((!case.stubs.is_empty()).then(|| Arc::new(Stubs::new(&case.stubs))))
+        .with_hook_stubs(Arc::new(case.hook_stubs.clone()));
     let (emitter, rx) = Emitter::channel();
     let harness = Harness::new(setup, emitter, session_id.to_string())?;
     Ok((harness, rx))

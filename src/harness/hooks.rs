@@ -166,6 +166,9 @@ impl Harness {
         ctx: ToolContext,
         (turn_id, step): (&str, u64),
     ) -> Answer {
+        if let Some(stub) = self.setup.hook_stubs.iter().find(|s| s.hook == hook.name) {
+            return stubbed(hook, stub);
+        }
         let Some(durable) = &self.durable else {
             return run(hook, &payload, &ctx).await;
         };
@@ -383,6 +386,21 @@ fn applies(bound: &Bound, event: HookEvent, tool: Option<&str>) -> bool {
 /// Runs one hook to its answer; a hook that fails answers with its `on_error`.
 async fn run(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Answer {
     match spawn(hook, payload, ctx).await {
+        Ok(answer) => answer,
+        Err(why) => failed(hook, why),
+    }
+}
+
+/// A stubbed hook's answer, read as its JSON would be (an answer eve cannot read is
+/// the hook's failure, as it would be from the hook).
+fn stubbed(hook: &Hook, stub: &crate::manifest::eval::HookStub) -> Answer {
+    let wire = json!({
+        "decision": stub.decision,
+        "reason": stub.reason,
+        "additional_context": stub.additional_context,
+        "updated_input": stub.updated_input,
+    });
+    match read_answer(&wire.to_string()) {
         Ok(answer) => answer,
         Err(why) => failed(hook, why),
     }

@@ -80,6 +80,9 @@ pub struct Setup {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Tool effects replaced for this run (an eval case's stubs); child agents share them.
     pub stubs: Option<Arc<Stubs>>,
+    /// Hooks answered without running them (an eval case's `[hooks.NAME]`); child
+    /// agents share them.
+    pub hook_stubs: Arc<Vec<crate::manifest::eval::HookStub>>,
     /// The MCP servers whose tools the agent uses; `None` when it has none.
     pub connections: Option<Arc<Connections>>,
     /// The hooks this session runs, each with the agent directory it belongs to: its

@@ -49,6 +49,7 @@ impl Setup {
             approve_all: false,
             sandbox: None,
             stubs: None,
+            hook_stubs: Arc::default(),
             connections: None,
             env: Env::empty(),
         }
@@ -100,6 +101,12 @@ impl Setup {
     /// The servers whose tools the agent uses.
     pub fn with_connections(mut self, connections: Option<Arc<Connections>>) -> Setup {
         self.connections = connections;
+        self
+    }
+
+    /// Hooks answered without running them for this run (an eval case's `[hooks.NAME]`).
+    pub fn with_hook_stubs(mut self, stubs: Arc<Vec<crate::manifest::eval::HookStub>>) -> Setup {
+        self.hook_stubs = stubs;
         self
     }
 
@@ -155,6 +162,7 @@ impl Setup {
             approve_all: self.approve_all,
             sandbox: self.sandbox.clone(),
             stubs: self.stubs.clone(),
+            hook_stubs: self.hook_stubs.clone(),
             connections,
             executed: self.executed.clone(),
             env: self.env.clone(),

@@ -28,6 +28,8 @@ pub struct Case {
     /// The scripted model; `None` runs the case on a real model.
     pub replies: Option<Vec<Reply>>,
     pub stubs: Vec<Stub>,
+    /// Hooks whose answers are given instead of run (`[hooks.NAME]`).
+    pub hook_stubs: Vec<HookStub>,
     /// How many times the case runs, and how many runs must pass.
     pub repeat: u32,
     pub pass: u32,
@@ -77,6 +79,7 @@ pub struct Expect {
     /// Subagents that must have been called.
     pub subagents: Vec<String>,
     pub events: EventChecks,
+    pub hooks: HookChecks,
     /// Files of the workspace, by path, in file order.
     pub files: Vec<(String, FileCheck)>,
     pub max_steps: Option<u64>,
@@ -165,6 +168,40 @@ pub struct EventChecks {
     pub present: Vec<String>,
     pub in_order: Vec<String>,
     pub absent: Vec<String>,
+}
+
+/// Checks of the hooks' runs (`[expect.hooks]`), each a hook's name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HookChecks {
+    /// Ran at least once.
+    pub ran: Vec<String>,
+    /// Never ran.
+    pub not_ran: Vec<String>,
+    /// Refused something: a call, a message, the end of a turn.
+    pub denied: Vec<String>,
+    /// Gave a call another input.
+    pub rewrote: Vec<String>,
+}
+
+impl HookChecks {
+    pub fn is_empty(&self) -> bool {
+        self.ran.is_empty()
+            && self.not_ran.is_empty()
+            && self.denied.is_empty()
+            && self.rewrote.is_empty()
+    }
+}
+
+/// A hook's answer given instead of running it (`[hooks.NAME]` of a case): its
+/// `hook.completed` event is as if it had answered so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookStub {
+    pub hook: String,
+    /// `continue`, `allow`, `ask`, `deny` or `block`; `None`: go on.
+    pub decision: Option<String>,
+    pub reason: Option<String>,
+    pub additional_context: Option<String>,
+    pub updated_input: Option<Value>,
 }
 
 /// A check of one workspace file.

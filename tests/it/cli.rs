@@ -29,6 +29,7 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
         "skills/summarize-folder.md",
         "tools/bash.toml",
         "evals/summarize-folder.toml",
+        "hooks/no-force-push.toml",
         ".gitignore",
     ] {
         assert!(tmp.path().join("demo").join(file).is_file(), "{file}");
@@ -57,6 +58,11 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
             "#:schema ../.eve/schemas/eval.json",
             ".eve/schemas/eval.json",
         ),
+        (
+            "hooks/no-force-push.toml",
+            "#:schema ../.eve/schemas/hook.json",
+            ".eve/schemas/hook.json",
+        ),
     ] {
         let text = fs::read_to_string(tmp.path().join("demo").join(file)).unwrap();
         assert_eq!(text.lines().next(), Some(directive), "{file}");
@@ -83,7 +89,7 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     assert!(lines[1].starts_with("context: ~"), "{}", build.stderr);
     assert!(
         lines[0].starts_with(
-            "built `demo`: 12 tools, 1 skill, 0 subagents, 1 eval case, sandbox workspace-write in "
+            "built `demo`: 12 tools, 1 skill, 0 subagents, 1 hook, 1 eval case, sandbox workspace-write in "
         ),
         "{}",
         lines[0]
@@ -91,6 +97,44 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     let manifest = eve::compiler::read_manifest(&tmp.path().join("demo")).unwrap();
     let bash = manifest.tools.iter().find(|t| t.name == "bash").unwrap();
     assert_eq!(bash.approval, eve::manifest::Approval::Always);
+    assert_eq!(manifest.hooks[0].name, "no-force-push");
+
+    // The example hook refuses a force push, and lets the rest through.
+    fs::write(
+        tmp.path().join("demo/replies.yaml"),
+        "- tool_calls: [{name: bash, input: {command: \"git push --force origin main\"}}, {name: bash, input: {command: \"pwd\"}}]\n- text: done\n",
+    )
+    .unwrap();
+    let model = format!(
+        "scripted:{}",
+        tmp.path().join("demo/replies.yaml").display()
+    );
+    let run = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "demo",
+            "--model",
+            &model,
+            "--yes",
+            "-o",
+            "stream-json",
+            "push it",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("A hook refused this call: force pushes are not allowed"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("\"decision\":\"continue\"").count(),
+        1,
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]

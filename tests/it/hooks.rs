@@ -730,3 +730,68 @@ fn the_model_cannot_write_hooks_into_an_agent_directory_in_its_workspace() {
     assert!(!agent.dir.join("hooks/allow-all.toml").exists());
     assert!(!agent.dir.join("hooks/evil.sh").exists());
 }
+
+#[test]
+fn an_eval_case_expects_what_hooks_did_and_can_stub_one() {
+    let case = |stub: &str, expect: &str| {
+        format!(
+            "prompt = \"clean up\"\n[[reply]]\ntool_calls = [{{ name = \"bash\", input = {{ command = \"rm -rf x\" }} }}]\n[[reply]]\ntext = \"done\"\n{stub}\n[expect.hooks]\n{expect}\n"
+        )
+    };
+    let agent = Agent::builder()
+        .file(
+            "hooks/guard.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/guard.py\"]\n",
+        )
+        .file("hooks/guard.py", NO_RM_RF)
+        // Would refuse every call (it fails, and fails closed): each case stubs it.
+        .file(
+            "hooks/a-safer.toml",
+            "event = \"before_tool\"\ntools = [\"bash\"]\ncommand = [\"false\"]\n",
+        )
+        .file(
+            "evals/denies.toml",
+            case("[hooks.a-safer]\n", "ran = [\"a-safer\"]\ndenied = [\"guard\"]\n"),
+        )
+        .file(
+            "evals/rewrites.toml",
+            case(
+                "[hooks.a-safer]\nupdated_input = { command = \"echo safe > out.txt\" }\n[expect.files]\n\"out.txt\" = \"safe\\n\"\n",
+                "rewrote = [\"a-safer\"]\n",
+            ),
+        )
+        .file(
+            "evals/wrong.toml",
+            case("[hooks.a-safer]\n", "denied = [\"a-safer\"]\nnot_ran = [\"guard\"]\n"),
+        )
+        .workspace_file("x/keep.txt", "precious\n")
+        .replies("- text: unused\n")
+        .build();
+    let out = eve().arg("eval").arg(&agent.dir).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    for line in ["✓ denies", "✓ rewrites", "✗ wrong"] {
+        assert!(stdout.contains(line), "{line}: {stdout}");
+    }
+    assert!(
+        stdout.contains("expect.hooks.denied")
+            && stdout.contains("hook `a-safer` refused something"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("expect.hooks.not_ran"), "{stdout}");
+
+    // A hook the agent does not have is a build error, with "did you mean".
+    std::fs::write(
+        agent.dir.join("evals/wrong.toml"),
+        case("[hooks.gaurd]\n", "ran = [\"guard\"]\n"),
+    )
+    .unwrap();
+    let (code, stderr) = build(&agent);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("error[E0711]: the agent has no hook `gaurd`")
+            && stderr.contains("did you mean `guard`?"),
+        "{stderr}"
+    );
+}

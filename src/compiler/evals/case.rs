@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::expect::read_expect;
 use super::replies::read_reply;
 use super::scope::{Agent, Scope, Scripted};
-use super::stubs::read_stub;
+use super::stubs::{read_hook_stubs, read_stub};
 use super::turns::read_turns;
 use super::workspace::read_workspace;
 use crate::compiler::diagnostic::{Diagnostic, Diagnostics, code};
@@ -27,6 +27,17 @@ fn is_valid_segment(segment: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
+/// The names of the hooks of `manifest` and of its subagents, sorted, each once.
+fn hook_names(manifest: &Manifest) -> Vec<&str> {
+    let mut names: Vec<&str> = manifest.hooks.iter().map(|h| h.name.as_str()).collect();
+    for sub in &manifest.subagents {
+        names.extend(hook_names(&sub.manifest));
+    }
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// Compiles every case file against `manifest`, the agent built from `root` (whose
 /// canonical path is `boundary`).
 pub fn compile(
@@ -41,6 +52,7 @@ pub fn compile(
         tools: manifest.tools.iter().map(|t| t.name.as_str()).collect(),
         skills: manifest.skills.iter().map(|s| s.name.as_str()).collect(),
         subagents: manifest.subagents.iter().map(|s| s.name.as_str()).collect(),
+        hooks: hook_names(manifest),
         root,
         boundary,
     };
@@ -107,6 +119,7 @@ fn read_case(
         .into_iter()
         .filter_map(|t| read_stub(t, agent))
         .collect();
+    let hook_stubs = read_hook_stubs(root, agent);
     let repeat = root.positive_int("repeat");
     let pass = root.positive_int("pass");
     let timeout_secs = root
@@ -138,6 +151,7 @@ fn read_case(
         workspace,
         replies,
         stubs,
+        hook_stubs,
         repeat: clamp(repeat_n),
         pass: clamp(pass_n),
         timeout_secs,

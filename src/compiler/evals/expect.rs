@@ -9,7 +9,7 @@ use super::tool_checks::read_tools;
 use crate::compiler::diagnostic::{Diagnostic, code};
 use crate::compiler::shape::eval::END_REASONS;
 use crate::compiler::toml_reader::{self, TableReader};
-use crate::manifest::eval::{EventChecks, Expect, FileCheck, Judge, ReplyCheck};
+use crate::manifest::eval::{EventChecks, Expect, FileCheck, HookChecks, Judge, ReplyCheck};
 use crate::protocol::event::EVENT_TYPES;
 use crate::suggest;
 
@@ -27,6 +27,9 @@ pub(super) fn read_expect(mut table: TableReader<'_>, scope: &Scope<'_, '_>) -> 
     expect.subagents = read_expected_subagents(&mut table, scope);
     if let Some(events) = table.table("events") {
         expect.events = read_events(events);
+    }
+    if let Some(hooks) = table.table("hooks") {
+        expect.hooks = read_hook_checks(hooks, scope);
     }
     if let Some(files) = table.table("files") {
         expect.files = read_file_checks(files);
@@ -189,6 +192,37 @@ fn read_events(mut events: TableReader<'_>) -> EventChecks {
         absent: read("absent"),
     };
     events.finish();
+    checks
+}
+
+/// `[expect.hooks]`: hooks of the agent (or of a subagent) by name.
+fn read_hook_checks(mut hooks: TableReader<'_>, scope: &Scope<'_, '_>) -> HookChecks {
+    let toml = hooks.file();
+    let mut read = |key: &'static str| -> Vec<String> {
+        hooks
+            .string_array(key)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|name| {
+                known(
+                    toml,
+                    "hook",
+                    &name.value,
+                    name.span.clone(),
+                    &scope.agent.hooks,
+                    code::UNKNOWN_EVAL_HOOK,
+                )
+            })
+            .map(|name| name.value)
+            .collect()
+    };
+    let checks = HookChecks {
+        ran: read("ran"),
+        not_ran: read("not_ran"),
+        denied: read("denied"),
+        rewrote: read("rewrote"),
+    };
+    hooks.finish();
     checks
 }
 

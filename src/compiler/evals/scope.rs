@@ -15,6 +15,8 @@ pub(super) struct Agent<'m> {
     pub(super) tools: Vec<&'m str>,
     pub(super) skills: Vec<&'m str>,
     pub(super) subagents: Vec<&'m str>,
+    /// The hooks of the agent and of its subagents (a case may stub or expect either).
+    pub(super) hooks: Vec<&'m str>,
     pub(super) root: &'m Path,
     pub(super) boundary: &'m Path,
 }

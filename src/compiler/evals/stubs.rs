@@ -3,8 +3,9 @@
 use super::checks::{check_globs, check_schema, known};
 use super::scope::Agent;
 use crate::compiler::diagnostic::{Diagnostic, code};
+use crate::compiler::shape::eval::HOOK_DECISIONS;
 use crate::compiler::toml_reader::{self, TableReader};
-use crate::manifest::eval::{Stub, StubOutcome};
+use crate::manifest::eval::{HookStub, Stub, StubOutcome};
 
 pub(super) fn read_stub(mut table: TableReader<'_>, agent: &Agent<'_>) -> Option<Stub> {
     let toml = table.file();
@@ -100,4 +101,78 @@ pub(super) fn read_stub(mut table: TableReader<'_>, agent: &Agent<'_>) -> Option
         schema,
         outcomes,
     })
+}
+
+/// `[hooks.NAME]` of a case: each a hook of the agent (or of a subagent), its answer a
+/// decision eve knows and an `updated_input` that is an object.
+pub(super) fn read_hook_stubs(root: &mut TableReader<'_>, agent: &Agent<'_>) -> Vec<HookStub> {
+    let Some(mut hooks) = root.table("hooks") else {
+        return Vec::new();
+    };
+    let toml = hooks.file();
+    let mut out = Vec::new();
+    for (name, item) in hooks.entries() {
+        let span = hooks.key_span(name);
+        let is_hook = known(
+            toml,
+            "hook",
+            name,
+            span,
+            &agent.hooks,
+            code::UNKNOWN_EVAL_HOOK,
+        );
+        // Read whether or not the hook is known, so that every mistake is reported.
+        let Some(mut table) = hooks.nested(name, item) else {
+            continue;
+        };
+        let decision = table.string("decision").and_then(|d| {
+            if HOOK_DECISIONS.contains(&d.value.as_str()) {
+                return Some(d.value);
+            }
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    format!("unknown hook decision `{}`", d.value),
+                )
+                .at(&toml.src, d.span.clone())
+                .note(format!(
+                    "`decision` is one of {}",
+                    toml_reader::list(HOOK_DECISIONS)
+                ))
+                .suggest(crate::suggest::closest(
+                    &d.value,
+                    HOOK_DECISIONS.iter().copied(),
+                )),
+            );
+            None
+        });
+        let reason = table.string("reason").map(|r| r.value);
+        let additional_context = table.string("additional_context").map(|c| c.value);
+        let updated_input = table.item("updated_input").and_then(|item| {
+            let value = toml_reader::to_json(item);
+            if value.is_object() {
+                return Some(value);
+            }
+            toml.error(
+                code::EVAL_STUB,
+                format!(
+                    "`{}` must be a table (the tool's input)",
+                    table.key_path("updated_input")
+                ),
+                item.span(),
+            );
+            None
+        });
+        table.finish();
+        if is_hook {
+            out.push(HookStub {
+                hook: name.to_string(),
+                decision,
+                reason,
+                additional_context,
+                updated_input,
+            });
+        }
+    }
+    out
 }

@@ -14,6 +14,7 @@ pub const END_REASONS: &[&str] = &[
     "max_tokens",
     "max_input_tokens",
     "error",
+    "refused",
 ];
 
 /// A case file.
@@ -46,6 +47,14 @@ pub static CASE: Table = Table {
             "stub",
             Kind::Tables(&STUB),
             "Tool effects replaced for the calls each stub matches; the first stub that matches answers.",
+        ),
+        Key::new(
+            "hooks",
+            Kind::Map {
+                names: None,
+                values: &Kind::Table(&HOOK_STUB),
+            },
+            "Hooks of the agent whose answers are given instead of run, by hook name: the hook's command does not start.",
         ),
         Key::new(
             "expect",
@@ -252,6 +261,33 @@ pub static STUB: Table = Table {
     ])
 };
 
+/// `[hooks.NAME]`: a hook's answer, as its JSON would say it.
+pub static HOOK_STUB: Table = Table::of(&[
+    Key::new(
+        "decision",
+        Kind::Enum(HOOK_DECISIONS),
+        "What the hook decides. Default: go on.",
+    ),
+    Key::new(
+        "reason",
+        Kind::Str(STRING),
+        "Why: what the model reads when the hook refuses.",
+    ),
+    Key::new(
+        "additional_context",
+        Kind::Str(STRING),
+        "A note for the model.",
+    ),
+    Key::new(
+        "updated_input",
+        Kind::Any,
+        "`before_tool`: the input (an object) the call runs with instead of the model's.",
+    ),
+]);
+
+/// The decisions a hook's answer can hold.
+pub const HOOK_DECISIONS: &[&str] = &["continue", "allow", "ask", "deny", "block"];
+
 /// An entry of a stub's `outcomes`.
 pub static OUTCOME: Table = Table {
     one_of: &[&["response", "error"]],
@@ -320,6 +356,11 @@ pub static EXPECT: Table = Table::of(&[
         "events",
         Kind::Table(&EVENTS),
         "Checks of the types of the events.",
+    ),
+    Key::new(
+        "hooks",
+        Kind::Table(&HOOK_CHECKS),
+        "Checks of the hooks' runs (the top agent's and its subagents'), by hook name.",
     ),
     Key::new(
         "files",
@@ -427,6 +468,22 @@ pub static EVENTS: Table = Table::of(&[
         "absent",
         Kind::EnumList(EVENT_TYPES),
         "None of these event types appears.",
+    ),
+]);
+
+/// `[expect.hooks]`.
+pub static HOOK_CHECKS: Table = Table::of(&[
+    Key::new("ran", Kind::Strings(STRING), "Each of these hooks ran."),
+    Key::new("not_ran", Kind::Strings(STRING), "None of these hooks ran."),
+    Key::new(
+        "denied",
+        Kind::Strings(STRING),
+        "Each of these hooks refused something: a call, a message, the end of a turn.",
+    ),
+    Key::new(
+        "rewrote",
+        Kind::Strings(STRING),
+        "Each of these hooks gave a call another input.",
     ),
 ]);
 
