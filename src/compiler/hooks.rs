@@ -145,6 +145,10 @@ fn read(
         Some(t) => Some(t.value),
         None => Some(HOOK_TIMEOUT_SECS),
     };
+    let cwd = root.string("cwd").and_then(|cwd| {
+        super::templates::check_template(toml, "cwd", &cwd, &["agent_dir", "workspace"])
+            .then_some(cwd.value)
+    });
     let on_error = read_on_error(root);
     let _ = root.string("description");
     let patterns = root.string_array("tools").unwrap_or_default();
@@ -162,6 +166,7 @@ fn read(
         event,
         tools: patterns.into_iter().map(|p| p.value).collect(),
         command: command?,
+        cwd,
         timeout_secs: timeout_secs?,
         on_error,
     })

@@ -419,29 +419,28 @@ fn failed(hook: &Hook, why: String) -> Answer {
     }
 }
 
-/// The hook's command with `{{ agent_dir }}` and `{{ workspace }}` rendered (the build
-/// checked that it uses nothing else).
-fn argv(hook: &Hook, ctx: &ToolContext) -> Result<Vec<String>, String> {
+/// `template` (a hook's argument or `cwd`) with `{{ agent_dir }}` and `{{ workspace }}`
+/// rendered; the build checked that it uses nothing else.
+fn render(template: &str, ctx: &ToolContext) -> Result<String, String> {
+    if !template.contains("{{") && !template.contains("{%") {
+        return Ok(template.to_string());
+    }
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let context = minijinja::context! {
         agent_dir => ctx.agent_dir.display().to_string(),
         workspace => ctx.workspace.display().to_string(),
     };
-    hook.command
-        .iter()
-        .map(|arg| {
-            if !arg.contains("{{") && !arg.contains("{%") {
-                return Ok(arg.clone());
-            }
-            env.render_str(arg, &context)
-                .map_err(|e| format!("cannot render `{arg}`: {e}"))
-        })
-        .collect()
+    env.render_str(template, &context)
+        .map_err(|e| format!("cannot render `{template}`: {e}"))
 }
 
 async fn spawn(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Result<Answer, String> {
-    let argv = argv(hook, ctx)?;
+    let argv = hook
+        .command
+        .iter()
+        .map(|arg| render(arg, ctx))
+        .collect::<Result<Vec<String>, String>>()?;
     let Some((program, args)) = argv.split_first() else {
         return Err("its command is empty".into());
     };
@@ -454,10 +453,15 @@ async fn spawn(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Result<Answer,
         ("CLAUDE_PROJECT_DIR", ctx.workspace.as_os_str()),
         ("CLAUDE_PLUGIN_ROOT", ctx.agent_dir.as_os_str()),
     ];
+    let cwd = cwd(hook, ctx)?;
+    let launch = process::Launch {
+        env: &env,
+        cwd: &cwd,
+    };
     let finished = process::run_with(
         &found,
         &args,
-        &env,
+        launch,
         Some(payload.to_vec()),
         ctx,
         (timeout, OUTPUT_LIMIT),
@@ -492,6 +496,29 @@ async fn spawn(hook: &Hook, payload: &[u8], ctx: &ToolContext) -> Result<Answer,
         )),
         None => Err("it was killed by a signal".into()),
     }
+}
+
+/// Where the hook runs: its `cwd` rendered (relative to the workspace), which must be
+/// inside the workspace or the agent directory; else the workspace.
+fn cwd(hook: &Hook, ctx: &ToolContext) -> Result<std::path::PathBuf, String> {
+    let Some(template) = &hook.cwd else {
+        return Ok(ctx.workspace.clone());
+    };
+    let rendered = render(template, ctx)?;
+    let real = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let dir = ctx
+        .workspace
+        .join(&rendered)
+        .canonicalize()
+        .map_err(|e| format!("its `cwd` `{rendered}` is not a folder: {e}"))?;
+    if !dir.is_dir()
+        || !(dir.starts_with(real(&ctx.workspace)) || dir.starts_with(real(&ctx.agent_dir)))
+    {
+        return Err(format!(
+            "its `cwd` `{rendered}` is not a folder inside the workspace or the agent directory"
+        ));
+    }
+    Ok(dir)
 }
 
 /// A program named by its path must not be one the model can write: under the

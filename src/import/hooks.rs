@@ -44,11 +44,13 @@ pub struct Converted {
 
 /// The hooks of `json` (the object of `hooks.json`, whose `hooks` holds them, or that
 /// `hooks` object itself), read from `from`. `connections` maps a server's name in
-/// Claude Code to its connection's; `taken` holds the hook names used already.
+/// Claude Code to its connection's; `project`: they are a project's (its
+/// `.claude/settings.json`), whose `$CLAUDE_PROJECT_DIR/.claude` is the agent
+/// directory. `taken` holds the hook names used already.
 pub fn convert(
     json: &Value,
     from: &str,
-    connections: &[(String, String)],
+    (connections, project): (&[(String, String)], bool),
     taken: &mut Vec<String>,
 ) -> Converted {
     let mut out = Converted::default();
@@ -74,7 +76,7 @@ pub fn convert(
             let hooks = group.get("hooks").and_then(Value::as_array);
             for (h, hook) in hooks.into_iter().flatten().enumerate() {
                 let at = format!("{at} {}.{}", g + 1, h + 1);
-                match one(event, matcher, hook, connections) {
+                match one(event, matcher, hook, (connections, project)) {
                     Ok((toml, command, notes)) => {
                         let name = unique_name(event, &command, taken);
                         out.files.push(HookFile {
@@ -100,7 +102,7 @@ fn one(
     event: HookEvent,
     matcher: &str,
     hook: &Value,
-    connections: &[(String, String)],
+    (connections, project): (&[(String, String)], bool),
 ) -> Result<(String, String, Vec<Note>), String> {
     let kind = hook
         .get("type")
@@ -119,6 +121,14 @@ fn one(
     else {
         return Err("a command hook with no `command`".into());
     };
+    // A project's own folder is copied into the agent directory: its scripts are the
+    // agent's, never run from the workspace the model writes.
+    let command = if project {
+        project_scripts(command)
+    } else {
+        command.to_string()
+    };
+    let command = command.as_str();
     let mut notes = Vec::new();
     let tools = if event.is_tool_event() {
         tools(matcher, connections, &mut notes)?
@@ -139,8 +149,11 @@ fn one(
             timeout.unwrap_or_default()
         )));
     }
-    let mut toml =
-        format!("# Imported from a Claude Code plugin: `{PLUGIN_ROOT}` is the agent directory.\n");
+    let mut toml = if project {
+        "# Imported from a Claude Code project: its `.claude/` is the agent directory.\n".to_string()
+    } else {
+        format!("# Imported from a Claude Code plugin: `{PLUGIN_ROOT}` is the agent directory.\n")
+    };
     toml.push_str(&format!("event = {}\n", quoted(event.name())));
     if !tools.is_empty() {
         let list: Vec<String> = tools.iter().map(|t| quoted(t)).collect();
@@ -230,6 +243,22 @@ fn tool(name: &str, connections: &[(String, String)]) -> Result<String, String> 
     }
 }
 
+/// `command` of a project with `$CLAUDE_PROJECT_DIR/.claude` (however it is quoted)
+/// written as the plugin root, which the agent directory stands for.
+fn project_scripts(command: &str) -> String {
+    let quoted = format!("\"{PLUGIN_ROOT}\"");
+    let mut out = command.to_string();
+    for (written, root) in [
+        ("\"$CLAUDE_PROJECT_DIR\"/.claude", quoted.as_str()),
+        ("\"${CLAUDE_PROJECT_DIR}\"/.claude", quoted.as_str()),
+        ("${CLAUDE_PROJECT_DIR}/.claude", PLUGIN_ROOT),
+        ("$CLAUDE_PROJECT_DIR/.claude", PLUGIN_ROOT),
+    ] {
+        out = out.replace(written, root);
+    }
+    out
+}
+
 /// `command` as an eve template: `${CLAUDE_PLUGIN_ROOT}` (and `$CLAUDE_PLUGIN_ROOT`)
 /// becomes `{{ agent_dir }}`, and the rest renders to itself.
 fn with_agent_dir(command: &str) -> String {
@@ -296,7 +325,7 @@ mod tests {
         });
         let connections = vec![("github".to_string(), "github".to_string())];
         let mut taken = Vec::new();
-        let out = convert(&json, "hooks/hooks.json", &connections, &mut taken);
+        let out = convert(&json, "hooks/hooks.json", (&connections, false), &mut taken);
         let names: Vec<&str> = out.files.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(
             names,
@@ -361,7 +390,7 @@ mod tests {
     fn a_matcher_that_names_no_tool_eve_has_leaves_the_hook_out() {
         let json =
             json!({"PreToolUse": [{"matcher": "NotebookEdit", "hooks": [{"command": "true"}]}]});
-        let out = convert(&json, "plugin.json", &[], &mut Vec::new());
+        let out = convert(&json, "plugin.json", (&[], false), &mut Vec::new());
         assert!(out.files.is_empty());
         assert!(out.left_out[0].1.contains("names no tool eve has"));
     }

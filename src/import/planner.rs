@@ -358,6 +358,20 @@ impl<'a> Planner<'a> {
     ) -> anyhow::Result<Vec<String>> {
         let mut found: Vec<(String, serde_json::Value)> = Vec::new();
         let mut files = vec![join(base, "hooks/hooks.json")];
+        // A project's hooks are in its settings, beside everything else there.
+        let project = base == ".claude";
+        if project && let Ok(text) = self.source.read_text(".claude/settings.json") {
+            match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(settings) => {
+                    if let Some(hooks) = settings.get("hooks") {
+                        found.push((".claude/settings.json `hooks`".into(), hooks.clone()));
+                    }
+                }
+                Err(e) => self
+                    .report
+                    .leave_out(".claude/settings.json", format!("not read: {e}")),
+            }
+        }
         match manifest.and_then(|m| m.get("hooks")) {
             Some(serde_json::Value::Object(map)) => found.push((
                 "the manifest's `hooks`".into(),
@@ -394,7 +408,8 @@ impl<'a> Planner<'a> {
         let mut taken = Vec::new();
         for (from, json) in found {
             self.hooks.push(from.clone());
-            let converted = super::hooks::convert(&json, &from, &connections, &mut taken);
+            let converted =
+                super::hooks::convert(&json, &from, (&connections, project), &mut taken);
             if converted.files.is_empty() && converted.left_out.is_empty() {
                 self.report.leave_out(from.clone(), "holds no hooks");
             }
@@ -984,9 +999,10 @@ impl<'a> Planner<'a> {
     fn why_left_out(&mut self, name: &str, project: bool) -> &'static str {
         match name {
             "hooks" => "no `hooks.json` in it: not a part eve imports",
-            "settings.json" | "settings.local.json" => {
-                "Claude Code's settings (permissions, hooks, models): not imported"
+            "settings.json" => {
+                "Claude Code's settings: permissions and models are not imported (its `hooks` are)"
             }
+            "settings.local.json" => "personal Claude Code settings: not imported",
             "CLAUDE.md" => "project memory: copy what the agent needs into `instructions.md`",
             "output-styles" => "eve has no output styles",
             _ if project => "not a part eve imports",

@@ -16,6 +16,10 @@ pub struct Hook {
     /// The program and its arguments; `{{ agent_dir }}` and `{{ workspace }}` are
     /// replaced when it runs.
     pub command: Vec<String>,
+    /// Where it runs (a template, or a folder relative to the workspace); `None`: the
+    /// workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     pub timeout_secs: u64,
     /// What a hook that fails (times out, crashes, answers garbage) decides.
     pub on_error: OnError,

@@ -158,19 +158,32 @@ pub async fn run(
     timeout: Duration,
     limit: usize,
 ) -> std::io::Result<Finished> {
-    run_with(program, args, &[], stdin, ctx, (timeout, limit)).await
+    let launch = Launch {
+        env: &[],
+        cwd: &ctx.workspace,
+    };
+    run_with(program, args, launch, stdin, ctx, (timeout, limit)).await
 }
 
-/// [`run`], with the variables `env` set too.
+/// What [`run_with`] starts a program with beyond [`run`]'s.
+pub struct Launch<'a> {
+    /// Variables set besides eve's environment.
+    pub env: &'a [(&'a str, &'a std::ffi::OsStr)],
+    /// Where it runs (inside the workspace or the agent directory: the caller's check).
+    pub cwd: &'a std::path::Path,
+}
+
+/// [`run`], in `launch.cwd`, with the variables `launch.env` set too.
 pub async fn run_with(
     program: impl AsRef<std::ffi::OsStr>,
     args: &[&str],
-    env: &[(&str, &std::ffi::OsStr)],
+    launch: Launch<'_>,
     stdin: Option<Vec<u8>>,
     ctx: &ToolContext,
     (timeout, limit): (Duration, usize),
 ) -> std::io::Result<Finished> {
-    let mut command = crate::sandbox::Command::new(program, &ctx.workspace);
+    let env = launch.env;
+    let mut command = crate::sandbox::Command::new(program, launch.cwd);
     command.args(args).inherit_env(&ctx.hidden_env);
     for (name, value) in env {
         command.env(name, value);

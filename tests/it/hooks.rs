@@ -795,3 +795,80 @@ fn an_eval_case_expects_what_hooks_did_and_can_stub_one() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_hook_that_floods_its_output_or_leaves_a_daemon_is_bounded_and_cleaned_up() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/flood.toml",
+            "event = \"before_tool\"\ncommand = [\"sh\", \"-c\", \"head -c 100000000 /dev/zero | tr '\\\\0' x >&2; exit 2\"]\non_error = \"allow\"\n",
+        )
+        .file(
+            "hooks/daemon.toml",
+            "event = \"stop\"\ncommand = [\"sh\", \"-c\", \"setsid sh -c 'sleep 2; touch daemon-ran' >/dev/null 2>&1 < /dev/null & exit 0\"]\n",
+        )
+        .replies("- tool_calls: [{name: bash, input: {command: \"touch ran\"}}]\n- text: ok\n")
+        .build();
+    let started = std::time::Instant::now();
+    let out = agent.run(&["go"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Refused with the start of its stderr as the reason (4 KiB at most), never 100 MB.
+    assert!(!agent.workspace.join("ran").exists());
+    let sent = sent(&agent);
+    assert!(
+        sent.contains("A hook refused this call: xxxx"),
+        "{}",
+        &sent[..sent.len().min(2000)]
+    );
+    assert!(
+        sent.len() < 64 * 1024,
+        "{} bytes reached the model",
+        sent.len()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    // The daemon the stop hook left behind died with it.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !agent.workspace.join("daemon-ran").exists(),
+        "a hook's daemon outlived it"
+    );
+}
+
+#[test]
+fn a_hook_runs_in_its_cwd_and_never_outside_the_workspace_or_the_agent_directory() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/where.toml",
+            "event = \"stop\"\ncwd = \"{{ agent_dir }}/hooks\"\ncommand = [\"sh\", \"-c\", \"pwd >&2; exit 2\"]\n",
+        )
+        .replies("- text: done\n- text: done again\n")
+        .build();
+    assert_eq!(agent.run(&["go"]).status.code(), Some(0));
+    let hooks = agent.dir.join("hooks").canonicalize().unwrap();
+    assert!(
+        sent(&agent).contains(&format!("Stop hook feedback: {}", hooks.display())),
+        "{}",
+        sent(&agent)
+    );
+
+    let outside = Agent::builder()
+        .file(
+            "hooks/where.toml",
+            "event = \"stop\"\ncwd = \"..\"\ncommand = [\"sh\", \"-c\", \"pwd >&2; exit 2\"]\n",
+        )
+        .replies("- text: done\n")
+        .build();
+    let out = outside.run(&["go"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("not a folder inside the workspace or the agent directory"),
+        "{stderr}"
+    );
+    assert!(!sent(&outside).contains("Stop hook feedback"));
+}

@@ -29,6 +29,11 @@ pub static HOOK: Table = Table {
             "The program and its arguments, no shell (write `[\"sh\", \"-c\", \"…\"]` for one). `{{ agent_dir }}` and `{{ workspace }}` are replaced by the agent directory and the workspace. It gets the event as JSON on stdin.",
         ),
         Key::new(
+            "cwd",
+            Kind::Str(NON_BLANK),
+            "Where it runs: a template over `agent_dir` and `workspace` (`{{ agent_dir }}`), or a folder relative to the workspace; it must be inside one of them. Default: the workspace.",
+        ),
+        Key::new(
             "timeout_secs",
             Kind::PositiveInt,
             "How long it may run, in seconds, at most 600; then eve kills it and `on_error` decides.",
