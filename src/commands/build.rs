@@ -50,23 +50,29 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     if args.format == Format::Human {
-        if let Some(accepted) = &opening.accepted {
-            let servers = if accepted.servers_held {
-                "; it started none of the changed definition's servers: the next build lists their tools"
-            } else {
-                ""
-            };
-            eprintln!(
-                "note: the agent's definition changed while it ran: {}; this build accepts it{servers}",
-                accepted.change.summary
-            );
-        }
+        note_accepted(opening.accepted.as_ref());
         eprintln!("{}", summary(agent, &base, started.elapsed()));
-        for line in budget.iter().flat_map(|b| b.lines()) {
+        let hooks = hooks_line(&agent.manifest.hooks).into_iter();
+        for line in budget.iter().flat_map(|b| b.lines()).chain(hooks) {
             eprintln!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The note of a build that accepts a change the agent made while it ran.
+fn note_accepted(accepted: Option<&agent::Accepted>) {
+    if let Some(accepted) = accepted {
+        let servers = if accepted.servers_held {
+            "; it started none of the changed definition's servers: the next build lists their tools"
+        } else {
+            ""
+        };
+        let summary = &accepted.change.summary;
+        eprintln!(
+            "note: the agent's definition changed while it ran: {summary}; this build accepts it{servers}"
+        );
+    }
 }
 
 /// `built `name`: 3 tools, 1 skill, 0 subagents, sandbox … in 2.1 ms → .eve/manifest.json`.
@@ -105,6 +111,25 @@ fn summary(agent: &agent::Agent, base: &str, elapsed: std::time::Duration) -> St
         elapsed.as_secs_f64() * 1000.0,
         render::join_path(base, ".eve/manifest.json"),
     )
+}
+
+/// `hooks: no-rm-rf (before_tool: bash), tests-first (stop)`: the agent's hooks in the
+/// order they run.
+fn hooks_line(hooks: &[crate::manifest::hook::Hook]) -> Option<String> {
+    if hooks.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = hooks
+        .iter()
+        .map(|h| {
+            if h.tools.is_empty() {
+                format!("{} ({})", h.name, h.event.name())
+            } else {
+                format!("{} ({}: {})", h.name, h.event.name(), h.tools.join(", "))
+            }
+        })
+        .collect();
+    Some(format!("hooks: {}", shown.join(", ")))
 }
 
 fn plural(n: usize, word: &str) -> String {

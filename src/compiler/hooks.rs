@@ -203,6 +203,20 @@ fn check_command(toml: &TomlFile, argv: &[Spanned<String>], agent_dir: &Path) ->
         );
         return false;
     }
+    for arg in argv {
+        if rendered(&arg.value).is_some_and(|r| r.contains(&format!("{AGENT}/.."))) {
+            ok = false;
+            toml.report(
+                Diagnostic::error(
+                    code::HOOK_RUNS_WORKSPACE,
+                    "the hook's command names a path that climbs out of the agent directory",
+                )
+                .at(&toml.src, arg.span.clone())
+                .note("what a hook runs is part of the agent's definition, kept with it")
+                .help("put the file in the agent directory and name it as `{{ agent_dir }}/…`"),
+            );
+        }
+    }
     for arg in &argv[1..] {
         let text = arg.value.as_str();
         if text.contains("{{") || text.starts_with('-') || Path::new(text).is_absolute() {
@@ -236,19 +250,24 @@ enum Place {
     Elsewhere,
 }
 
-/// Where the program `template` names, rendered with stand-ins for the agent directory
-/// and the workspace; `None` when it cannot be rendered (reported already).
-fn program_place(template: &str) -> Option<Place> {
-    const AGENT: &str = "/eve-agent-dir";
-    const WORKSPACE: &str = "/eve-workspace";
+/// The stand-ins a command is rendered with at build time.
+const AGENT: &str = "/eve-agent-dir";
+const WORKSPACE: &str = "/eve-workspace";
+
+/// `template` rendered with the stand-ins; `None` when it cannot be (reported already).
+fn rendered(template: &str) -> Option<String> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    let text = env
-        .render_str(
-            template,
-            minijinja::context! { agent_dir => AGENT, workspace => WORKSPACE },
-        )
-        .ok()?;
+    env.render_str(
+        template,
+        minijinja::context! { agent_dir => AGENT, workspace => WORKSPACE },
+    )
+    .ok()
+}
+
+/// Where the program `template` names, rendered as it will be.
+fn program_place(template: &str) -> Option<Place> {
+    let text = rendered(template)?;
     let path = Path::new(text.trim());
     Some(if path.starts_with(WORKSPACE) {
         Place::Workspace
@@ -310,7 +329,11 @@ fn check_tools(
                     format!("`{}` matches no tool of this agent", pattern.value),
                 )
                 .at(&toml.src, pattern.span.clone())
-                .note("a hook on a tool the agent does not have would never run; `web_search` (the provider runs it) and `call_tool` (the deferred tool it names is hooked as itself) cannot be hooked")
+                .note(if matches!(pattern.value.as_str(), "web_search" | "call_tool") {
+                    "`web_search` (the provider runs it) and `call_tool` (the deferred tool it names is hooked as itself) cannot be hooked"
+                } else {
+                    "a hook on a tool the agent does not have would never run"
+                })
                 .suggest(suggest::closest(&pattern.value, names.iter().copied())),
             );
         }

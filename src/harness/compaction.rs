@@ -144,9 +144,9 @@ impl Harness {
     /// `step` is the step it comes before (0: outside a turn), for the journal's name.
     pub(crate) async fn maybe_compact(
         &mut self,
-        turn_id: &str,
-        step: u64,
+        (turn_id, step): (&str, u64),
         force: bool,
+        cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<(), String> {
         let before = self.estimate();
         let threshold = self.threshold();
@@ -166,7 +166,8 @@ impl Harness {
             tokens_before: before,
             threshold,
         });
-        self.before_compact((turn_id, step), force, before).await;
+        self.before_compact((turn_id, step), (force, before), cancel)
+            .await;
         if !force {
             let removed = shorten_tool_results(&mut self.history);
             // Judged from the provider's count minus what was removed, never from a
@@ -189,7 +190,8 @@ impl Harness {
     /// Compacts the session now, whatever its size (`/compact`, `eve run --compact`).
     pub async fn compact_now(&mut self) -> Result<(), HarnessError> {
         let turn_id = crate::ids::new_id("turn");
-        self.maybe_compact(&turn_id, 0, true)
+        let cancel = self.session_cancel();
+        self.maybe_compact((&turn_id, 0), true, &cancel)
             .await
             .map_err(HarnessError::Compaction)
     }

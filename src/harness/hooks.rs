@@ -225,7 +225,7 @@ impl Harness {
     pub(super) async fn user_prompt(
         &mut self,
         turn_id: &str,
-        input: String,
+        input: &str,
         cancel: &CancellationToken,
     ) -> Result<String, String> {
         let mut notes = std::mem::take(&mut self.pending_context);
@@ -241,9 +241,14 @@ impl Harness {
             notes.extend(fired.context);
         }
         if notes.is_empty() {
-            return Ok(input);
+            return Ok(input.to_string());
         }
-        Ok(format!("{input}\n\n{}", notes.join("\n\n")))
+        // Marked as the hooks' words, not the person's: what they print may come from
+        // the workspace the model writes.
+        Ok(format!(
+            "{input}\n\n<hook-context>\nNotes from the agent's hooks, not from the person:\n\n{}\n</hook-context>",
+            notes.join("\n\n")
+        ))
     }
 
     /// Runs the `session_start` hooks (`source`: `startup` for a new session, `resume`
@@ -258,17 +263,22 @@ impl Harness {
             "resume"
         };
         let fields = json!({ "source": source });
-        // Bounded by each hook's timeout: no turn runs yet.
         let fired = self
             .fire(
                 HookEvent::SessionStart,
                 ("", 0),
                 None,
                 fields,
-                &CancellationToken::new(),
+                &self.session_cancel(),
             )
             .await;
         self.pending_context.extend(fired.context);
+    }
+
+    /// What stops the hooks that run outside a turn: the session's wind-down (a server
+    /// shutting down, the parent of a child agent interrupted), else only their timeout.
+    pub(super) fn session_cancel(&self) -> CancellationToken {
+        self.wind_down.clone().unwrap_or_default()
     }
 
     /// Runs the `session_end` hooks, to observe: the session's process is done with it.
@@ -282,7 +292,7 @@ impl Harness {
                 ("", 0),
                 None,
                 json!({}),
-                &CancellationToken::new(),
+                &self.session_cancel(),
             )
             .await;
         // After the session's last word: its hooks' runs reach the log too.
@@ -294,8 +304,8 @@ impl Harness {
     pub(super) async fn before_compact(
         &self,
         (turn_id, step): (&str, u64),
-        manual: bool,
-        tokens: u64,
+        (manual, tokens): (bool, u64),
+        cancel: &CancellationToken,
     ) {
         if !self.has_hooks(HookEvent::BeforeCompact, None) {
             return;
@@ -310,7 +320,7 @@ impl Harness {
                 (turn_id, step),
                 None,
                 fields,
-                &CancellationToken::new(),
+                cancel,
             )
             .await;
     }

@@ -67,6 +67,8 @@ impl Spawner for ChildSpawner {
                 .setup
                 .child(manifest, agent_dir, depth, model, connections);
             let mut child = Harness::new(setup, self.emitter.clone(), crate::ids::new_id("ses"))?;
+            // Interrupting the parent's call stops the child's hooks outside its turn too.
+            child.wind_down_on(cancel.clone());
             let started = child.start().await;
             let outcome = match started {
                 Ok(()) => Box::pin(child.run_turn(task, cancel)).await,

@@ -50,13 +50,16 @@ impl Harness {
     /// Runs one turn answering `input`. Cancelling `cancel` aborts it cleanly: running
     /// tools are killed and every tool call still gets a result.
     pub async fn run_turn(&mut self, input: String, cancel: CancellationToken) -> TurnOutcome {
-        let mut turn = self.begin_turn(&input);
-        let next = match self.user_prompt(&turn.id, input, &cancel).await {
+        let mut turn = self.begin_turn();
+        let next = match self.user_prompt(&turn.id, &input, &cancel).await {
             Ok(text) => {
+                self.received(&turn.id, input);
                 self.push(Message::User { text });
                 self.decide(&turn, None, &cancel)
             }
             Err(reason) => {
+                // What a hook refused (a secret pasted, say) is kept nowhere.
+                self.received(&turn.id, "(refused by a hook)".into());
                 turn.result = reason;
                 Next::End(EndReason::Refused)
             }
@@ -65,9 +68,9 @@ impl Harness {
         self.close_turn(turn, next)
     }
 
-    /// Starts a turn: `turn.started`, `message.received` (the message goes into the
-    /// history once its hooks let it).
-    fn begin_turn(&mut self, input: &str) -> Turn {
+    /// Starts a turn: `turn.started` (`message.received` and the message in the history
+    /// come once its hooks let it).
+    fn begin_turn(&mut self) -> Turn {
         let turn = Turn::new(crate::ids::new_id("turn"));
         self.forget_answers();
         self.early.clear();
@@ -78,11 +81,15 @@ impl Harness {
             session_id: self.session_id.clone(),
             turn_id: turn.id.clone(),
         });
-        self.emitter.emit(EventKind::MessageReceived {
-            turn_id: turn.id.clone(),
-            text: input.to_string(),
-        });
         turn
+    }
+
+    /// `message.received`: the turn's message, as the log and the stream keep it.
+    fn received(&self, turn_id: &str, text: String) {
+        self.emitter.emit(EventKind::MessageReceived {
+            turn_id: turn_id.to_string(),
+            text,
+        });
     }
 
     /// Resumes a parked turn with the person's answer to the request it waits for: the
@@ -209,7 +216,10 @@ impl Harness {
     /// One step: compaction if needed, one model call, its tool calls; then the decision.
     pub async fn step(&mut self, turn: &mut Turn, cancel: &CancellationToken) -> Next {
         self.refresh_tools(&turn.id).await;
-        if let Err(error) = self.maybe_compact(&turn.id, turn.steps + 1, false).await {
+        if let Err(error) = self
+            .maybe_compact((&turn.id, turn.steps + 1), false, cancel)
+            .await
+        {
             return Next::Fail(error);
         }
         turn.steps += 1;

@@ -130,6 +130,14 @@ fn one(
     };
     let command = command.as_str();
     let mut notes = Vec::new();
+    if runs_project_file(command)? {
+        if event == HookEvent::BeforeTool {
+            return Err("a guard that runs a file of the project outside `.claude/`, in the workspace the model writes (the model could write its answer): move the file into `.claude/hooks/` and import again".into());
+        }
+        notes.push(Note::Warning(
+            "it runs a file of the project, in the workspace the model writes: what it does, the model can change".into(),
+        ));
+    }
     let tools = if event.is_tool_event() {
         tools(matcher, connections, &mut notes)?
     } else {
@@ -150,7 +158,8 @@ fn one(
         )));
     }
     let mut toml = if project {
-        "# Imported from a Claude Code project: its `.claude/` is the agent directory.\n".to_string()
+        "# Imported from a Claude Code project: its `.claude/` is the agent directory.\n"
+            .to_string()
     } else {
         format!("# Imported from a Claude Code plugin: `{PLUGIN_ROOT}` is the agent directory.\n")
     };
@@ -170,9 +179,11 @@ fn one(
         ));
     }
     if event == HookEvent::BeforeTool {
-        toml.push_str(
-            "# As in Claude Code, a hook that fails (an exit code but 0 and 2) lets the call go on.\non_error = \"allow\"\n",
-        );
+        // Claude Code lets a call through when its guard fails; eve keeps its own
+        // default (the call does not run), since the script reads eve's tool names.
+        notes.push(Note::Changed(
+            "a failing guard refuses the call (eve's `on_error = \"deny\"`), where Claude Code lets it through".into(),
+        ));
     }
     Ok((toml, command.to_string(), notes))
 }
@@ -241,6 +252,34 @@ fn tool(name: &str, connections: &[(String, String)]) -> Result<String, String> 
         }
         None => Err("a regular expression eve cannot read as a name or a glob".into()),
     }
+}
+
+/// Whether `command` runs a file of the project (`$CLAUDE_PROJECT_DIR/scripts/x.sh`,
+/// after a project's own `.claude/` was made the agent directory): one in the
+/// workspace the model writes. A path that climbs out of the plugin
+/// (`${CLAUDE_PLUGIN_ROOT}/../x`), which the agent directory cannot hold, is an error.
+fn runs_project_file(command: &str) -> Result<bool, String> {
+    use super::server_files::{Named, named};
+    let root = PLUGIN_ROOT;
+    let scanned = command
+        .replace("$CLAUDE_PLUGIN_ROOT", root)
+        .replace(&format!("\"{root}\""), root);
+    for path in named(&scanned) {
+        if let Named::Escaping(path) = path {
+            return Err(format!(
+                "it runs `{}`, a path out of the plugin's folder, which the agent directory cannot hold",
+                shown(&path)
+            ));
+        }
+    }
+    Ok([
+        "$CLAUDE_PROJECT_DIR/",
+        "${CLAUDE_PROJECT_DIR}/",
+        "$CLAUDE_PROJECT_DIR\"/",
+        "${CLAUDE_PROJECT_DIR}\"/",
+    ]
+    .iter()
+    .any(|written| command.contains(written)))
 }
 
 /// `command` of a project with `$CLAUDE_PROJECT_DIR/.claude` (however it is quoted)
@@ -351,8 +390,9 @@ mod tests {
             "command = [\"sh\", \"-c\", \"python3 {{ agent_dir }}/hooks/security_reminder_hook.py\"]"
         ));
         assert!(guard.toml.contains("timeout_secs = 600"));
-        assert!(guard.toml.contains("on_error = \"allow\""));
-        assert_eq!(guard.notes.len(), 2, "{:?}", guard.notes);
+        // A failing guard refuses, as eve's own do (said in a note).
+        assert!(!guard.toml.contains("on_error"));
+        assert_eq!(guard.notes.len(), 3, "{:?}", guard.notes);
         let post = &out.files[1];
         assert!(
             post.toml.contains("tools = [\"github__*\"]"),

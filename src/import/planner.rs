@@ -384,11 +384,21 @@ impl<'a> Planner<'a> {
             ),
             None => {}
         }
-        files.dedup();
+        let mut seen = BTreeSet::new();
+        files.retain(|f| seen.insert(f.clone()));
         let mut read = Vec::new();
         for rel in files {
-            if self.source.kind(&rel) != Kind::File {
-                continue;
+            match self.source.kind(&rel) {
+                Kind::File => {}
+                Kind::Missing => continue,
+                Kind::Refused(why) => {
+                    self.report.leave_out(rel, why);
+                    continue;
+                }
+                Kind::Dir(_) | Kind::Special(_) => {
+                    self.report.leave_out(rel, "not a file of hooks");
+                    continue;
+                }
             }
             read.push(rel.clone());
             match self
@@ -455,27 +465,89 @@ impl<'a> Planner<'a> {
                 Named::Absolute(_) | Named::Relative(_) => continue,
             };
             let entry = top_entry(&path).to_string();
-            if self.server_entries.copied(&entry) || !self.hook_entries.insert(entry.clone()) {
+            // Skills are imported as skills; the rest once each.
+            if entry == "skills"
+                || self.server_entries.copied(&entry)
+                || !self.hook_entries.insert(entry.clone())
+            {
                 continue;
             }
-            let rel = join(base, &entry);
-            let copied = match super::server_copy::refused(self.source, &path, &entry) {
-                Some(why) if entry != "hooks" => Err(why),
-                _ => super::server_copy::copy_entry(self.source, &rel, &entry, &mut self.tree)?,
-            };
-            match copied {
-                Ok(item) => self.report.item(
-                    item.written,
-                    format!("{}, which hooks run", item.from),
-                    item.notes,
-                ),
-                Err(why) => notes.push(Note::Dropped(format!(
-                    "`{}`: not copied: {why}",
-                    shown(&path)
-                ))),
+            if entry == "hooks" {
+                self.hook_scripts(base, &mut notes)?;
+                continue;
             }
+            let copied = match super::server_copy::refused(self.source, &path, &entry) {
+                Some(why) => Err(why),
+                None if self.tree.has(&entry) || self.tree.has_below(&entry) => {
+                    Err("the import writes that path already".to_string())
+                }
+                None => super::server_copy::copy_entry(
+                    self.source,
+                    &join(base, &entry),
+                    &entry,
+                    &mut self.tree,
+                )?,
+            };
+            self.copied_for_hooks(copied, &path, &mut notes);
         }
         Ok(notes)
+    }
+
+    /// The plugin's `hooks/` folder into the agent's, but for what would be read as the
+    /// agent's own: its hook files (`*.toml` at the top) and `hooks.json`.
+    fn hook_scripts(&mut self, base: &str, notes: &mut Vec<Note>) -> anyhow::Result<()> {
+        let folder = join(base, "hooks");
+        let listing = match self.source.list(&folder) {
+            Ok(listing) => listing,
+            Err(why) => {
+                notes.push(Note::Dropped(format!("`hooks/`: not copied: {why}")));
+                return Ok(());
+            }
+        };
+        for name in &listing.names {
+            let target = format!("hooks/{name}");
+            if name == "hooks.json" || name.ends_with(".toml") {
+                if name != "hooks.json" {
+                    notes.push(Note::Dropped(format!(
+                        "`{}`: not copied: a `.toml` file there would be an eve hook of its own",
+                        shown(&target)
+                    )));
+                }
+                continue;
+            }
+            let copied = if self.tree.has(&target) || self.tree.has_below(&target) {
+                Err("the import writes that path already".to_string())
+            } else {
+                super::server_copy::copy_entry(
+                    self.source,
+                    &join(&folder, name),
+                    &target,
+                    &mut self.tree,
+                )?
+            };
+            self.copied_for_hooks(copied, &target, notes);
+        }
+        Ok(())
+    }
+
+    /// Reports what was copied for the hooks, or notes why `path` was not.
+    fn copied_for_hooks(
+        &mut self,
+        copied: Result<super::report::Copied, String>,
+        path: &str,
+        notes: &mut Vec<Note>,
+    ) {
+        match copied {
+            Ok(item) => self.report.item(
+                item.written,
+                format!("{}, which hooks run", item.from),
+                item.notes,
+            ),
+            Err(why) => notes.push(Note::Dropped(format!(
+                "`{}`: not copied: {why}",
+                shown(path)
+            ))),
+        }
     }
 
     /// The paths of one part (`skills`): its folder under `base` when there is one, and

@@ -15,6 +15,7 @@ pub const EVE_ENTRIES: &[&str] = &[
     "connections",
     "tools",
     "evals",
+    "hooks",
     ".eve",
     ".gitignore",
 ];

@@ -82,11 +82,17 @@ fn init_writes_an_agent_that_builds_without_diagnostics() {
     assert!(
         lines[1..]
             .iter()
-            .all(|l| l.starts_with("context: ") || l.starts_with("  ")),
-        "the summary line and the context budget, nothing else: {}",
+            .all(|l| l.starts_with("context: ") || l.starts_with("  ") || l.starts_with("hooks: ")),
+        "the summary line, the context budget and the hooks, nothing else: {}",
         build.stderr
     );
     assert!(lines[1].starts_with("context: ~"), "{}", build.stderr);
+    assert_eq!(
+        lines.last(),
+        Some(&"hooks: no-force-push (before_tool: bash)"),
+        "{}",
+        build.stderr
+    );
     assert!(
         lines[0].starts_with(
             "built `demo`: 12 tools, 1 skill, 0 subagents, 1 hook, 1 eval case, sandbox workspace-write in "

@@ -607,7 +607,7 @@ fn session_start_and_user_prompt_hooks_add_context_and_a_refusal_keeps_the_messa
     assert_eq!(out.status.code(), Some(0));
     let sent = sent(&agent);
     assert!(
-        sent.contains("fix the bug\\n\\nbranch: main (startup)\\n\\nticket: EVE-42"),
+        sent.contains("fix the bug\\n\\n<hook-context>\\nNotes from the agent's hooks, not from the person:\\n\\nbranch: main (startup)\\n\\nticket: EVE-42\\n</hook-context>"),
         "{sent}"
     );
 
@@ -627,9 +627,10 @@ fn session_start_and_user_prompt_hooks_add_context_and_a_refusal_keeps_the_messa
     assert_eq!(agent.requests().len(), 1);
     let log = std::fs::read_to_string(agent.session_log()).unwrap();
     assert!(
-        !log.contains("\"role\":\"user\",\"text\":\"my password"),
-        "{log}"
+        !log.contains("hunter2"),
+        "a refused message is kept nowhere: {log}"
     );
+    assert!(log.contains("(refused by a hook)"), "{log}");
 }
 
 #[test]

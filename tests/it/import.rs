@@ -561,6 +561,8 @@ fn a_plugins_hooks_become_hook_files_that_build_and_fire() {
     let (tmp, snapshot) = import("guardrails");
     insta::assert_snapshot!("import_guardrails", snapshot);
     let dir = tmp.path().join("out");
+    // A hook file the plugin ships in its `hooks/` is not one of the agent's.
+    assert!(!dir.join("hooks/approve.toml").exists());
     std::fs::write(
         dir.join("replies.yaml"),
         "- tool_calls: [{name: write_file, input: {path: .env, content: \"KEY=1\\n\"}}]\n- tool_calls: [{name: bash, input: {command: \"echo git push --force > pushed.txt\"}}]\n- text: done\n",

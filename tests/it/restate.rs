@@ -151,10 +151,15 @@ fn assert_one_clean_turn(lines: &[Value], steps: u64, results: usize) {
 
 #[test]
 fn a_five_step_turn_runs_each_tool_once() {
+    // A session_end hook runs, journaled, at the end of each turn's invocation.
+    let bye = (
+        "hooks/bye",
+        "event = \"session_end\"\ncommand = [\"sh\", \"-c\", \"echo end >> ended.txt\"]\n",
+    );
     let Some(cluster) = Cluster::start(
         "a_five_step_turn_runs_each_tool_once",
         five_steps(),
-        &[APPEND],
+        &[APPEND, bye],
         &[&[], &[]],
     ) else {
         return;
@@ -190,6 +195,10 @@ fn a_five_step_turn_runs_each_tool_once() {
             .filter(|t| *t == "turn.started")
             .count(),
         2
+    );
+    assert!(
+        cluster.lines("ended.txt") >= 2,
+        "a session_end hook ran per turn"
     );
 }
 

@@ -574,7 +574,9 @@ impl<'a, 'ctx> Run<'a, 'ctx> {
             outcome = self.drive(&mut rx, work).await?;
         }
         harness.finish(&outcome);
-        harness.stop().await;
+        // Its `session_end` hooks are journaled like every effect of the invocation.
+        let stopped = crate::ids::seeded(millis, part(parks + 1), harness.stop());
+        self.drive(&mut rx, stopped).await?;
         self.flush(format!("turn {} end", outcome.turn_id)).await?;
         Ok(())
     }

@@ -24,8 +24,15 @@ pub fn agent(script: &str, tools: &[(&str, &str)]) -> tempfile::TempDir {
     std::fs::write(dir.join("instructions.md"), "You are a test agent.").unwrap();
     std::fs::write(dir.join("replies.yaml"), script).unwrap();
     std::fs::create_dir_all(dir.join("tools")).unwrap();
+    // A name with a folder (`hooks/bye`) is another file of the definition.
     for (name, toml) in tools {
-        std::fs::write(dir.join("tools").join(format!("{name}.toml")), toml).unwrap();
+        let path = if name.contains('/') {
+            dir.join(format!("{name}.toml"))
+        } else {
+            dir.join("tools").join(format!("{name}.toml"))
+        };
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, toml).unwrap();
     }
     tmp
 }
