@@ -149,6 +149,22 @@ fn read(
         super::templates::check_template(toml, "cwd", &cwd, &["agent_dir", "workspace"])
             .then_some(cwd.value)
     });
+    let claude_names = root.string("names").and_then(|n| match n.value.as_str() {
+        "eve" => Some(false),
+        "claude" => Some(true),
+        other => {
+            toml.report(
+                Diagnostic::error(
+                    code::INVALID_VALUE,
+                    format!("unknown `names` value `{other}`"),
+                )
+                .at(&toml.src, n.span.clone())
+                .note("`names` is `eve` or `claude`")
+                .suggest(suggest::closest(other, ["eve", "claude"])),
+            );
+            None
+        }
+    });
     let on_error = read_on_error(root);
     let _ = root.string("description");
     let patterns = root.string_array("tools").unwrap_or_default();
@@ -168,6 +184,7 @@ fn read(
         command: command?,
         cwd,
         timeout_secs: timeout_secs?,
+        claude_names: claude_names.unwrap_or(false),
         on_error,
     })
 }

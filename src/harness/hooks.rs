@@ -105,13 +105,12 @@ impl Harness {
             hook, agent_dir, ..
         } in &hooks
         {
-            let payload = self.payload(event, turn_id, agent_dir, &fields);
             let started = Instant::now();
             let ctx = ToolContext {
                 agent_dir: agent_dir.clone(),
                 ..ctx.clone()
             };
-            let answer = self.answer(hook, payload, ctx, (turn_id, step)).await;
+            let answer = self.ask(hook, event, &fields, ctx, (turn_id, step)).await;
             let decision = answer.decision;
             self.emitter.emit(EventKind::HookCompleted {
                 turn_id: turn_id.to_string(),
@@ -155,6 +154,27 @@ impl Harness {
             }
         }
         fired
+    }
+
+    /// `hook`'s answer to `event` with `fields`, given and read back in the names it
+    /// reads (eve's, or Claude Code's).
+    async fn ask(
+        &self,
+        hook: &Hook,
+        event: HookEvent,
+        fields: &Value,
+        ctx: ToolContext,
+        at: (&str, u64),
+    ) -> Answer {
+        let payload = self.payload(event, at.0, &ctx.agent_dir, &in_names(hook, fields, true));
+        let mut answer = self.answer(hook, payload, ctx, at).await;
+        if hook.claude_names
+            && let Some(input) = answer.updated_input.take()
+        {
+            let given = json!({"tool_name": fields["tool_name"], "tool_input": input});
+            answer.updated_input = Some(in_names(hook, &given, false)["tool_input"].clone());
+        }
+        answer
     }
 
     /// One hook's answer: run, or given back by the durable engine's journal when the
@@ -378,6 +398,28 @@ impl Harness {
         }
         serde_json::to_vec(&payload).unwrap_or_default()
     }
+}
+
+/// `fields` in the names `hook` reads: for a script written for Claude Code
+/// (`names = "claude"`), the tool's name and input as Claude Code's (`Bash`, `Write`
+/// with `file_path`), or (`to_claude` false) an input it gave back as eve's.
+fn in_names<'a>(hook: &Hook, fields: &'a Value, to_claude: bool) -> std::borrow::Cow<'a, Value> {
+    use crate::manifest::hook::{claude_tool_input, claude_tool_name};
+    use std::borrow::Cow;
+    let Some(tool) = fields.get("tool_name").and_then(Value::as_str) else {
+        return Cow::Borrowed(fields);
+    };
+    if !hook.claude_names {
+        return Cow::Borrowed(fields);
+    }
+    let mut out = fields.clone();
+    if to_claude {
+        out["tool_name"] = Value::String(claude_tool_name(tool));
+    }
+    if let Some(input) = fields.get("tool_input") {
+        out["tool_input"] = claude_tool_input(tool, input.clone(), to_claude);
+    }
+    Cow::Owned(out)
 }
 
 /// Whether `bound` runs at `event` for a call of `tool`. A `subagent_stop` hook runs

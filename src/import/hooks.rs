@@ -29,8 +29,6 @@ pub struct HookFile {
     pub toml: String,
     /// The command as written, for the files it names.
     pub command: String,
-    /// Whether it is about tool calls (its script reads their names and inputs).
-    pub tools: bool,
     pub notes: Vec<Note>,
 }
 
@@ -80,7 +78,6 @@ pub fn convert(
                     Ok((toml, command, notes)) => {
                         let name = unique_name(event, &command, taken);
                         out.files.push(HookFile {
-                            tools: event.is_tool_event(),
                             name,
                             from: at,
                             toml,
@@ -172,6 +169,9 @@ fn one(
         "command = [\"sh\", \"-c\", {}]\n",
         quoted(&with_agent_dir(command))
     ));
+    if event.is_tool_event() || event == HookEvent::InputRequested {
+        toml.push_str("# The script reads Claude Code's tool names and inputs (`Bash`, `Write` with `file_path`).\nnames = \"claude\"\n");
+    }
     if let Some(t) = timeout {
         toml.push_str(&format!(
             "timeout_secs = {}\n",

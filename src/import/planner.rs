@@ -423,9 +423,6 @@ impl<'a> Planner<'a> {
             if converted.files.is_empty() && converted.left_out.is_empty() {
                 self.report.leave_out(from.clone(), "holds no hooks");
             }
-            if converted.files.iter().any(|f| f.tools) {
-                self.report.check.push("the hooks' scripts read eve's tool names and inputs (`write_file` with `path`, `bash` with `command`), not Claude Code's (`Write` with `file_path`): check what each reads".into());
-            }
             for (at, why) in converted.left_out {
                 self.report.leave_out(at, why);
             }
@@ -437,7 +434,6 @@ impl<'a> Planner<'a> {
                 self.report.item(written, file.from, notes);
             }
         }
-        self.report.check.dedup();
         Ok(read)
     }
 

@@ -96,4 +96,15 @@ mod tests {
         assert_eq!(split_rule("Bash(git diff:*)"), ("Bash", Some("git diff:*")));
         assert_eq!(split_rule(" Read "), ("Read", None));
     }
+
+    #[test]
+    fn the_hooks_claude_names_are_the_importers() {
+        for (eve, claude) in crate::manifest::hook::CLAUDE_TOOL_NAMES {
+            let mapped = TOOLS
+                .iter()
+                .find(|(name, _)| name == claude)
+                .map(|(_, m)| *m);
+            assert_eq!(mapped, Some(Mapped::Builtin(eve)), "{claude}");
+        }
+    }
 }

@@ -21,6 +21,10 @@ pub struct Hook {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     pub timeout_secs: u64,
+    /// The script reads Claude Code's tool names and inputs (`Bash`, `Write` with
+    /// `file_path`) instead of eve's (`names = "claude"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub claude_names: bool,
     /// What a hook that fails (times out, crashes, answers garbage) decides.
     pub on_error: OnError,
 }
@@ -142,4 +146,79 @@ pub enum OnError {
 
 impl OnError {
     pub const NAMES: &[&str] = &["allow", "deny"];
+}
+
+/// eve's built-in tools and the names Claude Code gives the same tools, for hooks that
+/// read Claude Code's names (`names = "claude"`).
+pub const CLAUDE_TOOL_NAMES: &[(&str, &str)] = &[
+    ("bash", "Bash"),
+    ("read_file", "Read"),
+    ("write_file", "Write"),
+    ("edit_file", "Edit"),
+    ("glob", "Glob"),
+    ("grep", "Grep"),
+    ("web_fetch", "WebFetch"),
+    ("web_search", "WebSearch"),
+    ("todo", "TodoWrite"),
+    ("agent", "Task"),
+    ("ask_question", "AskUserQuestion"),
+];
+
+/// The tools whose input names the file `path` where Claude Code's says `file_path`.
+const FILE_PATH_TOOLS: &[&str] = &["read_file", "write_file", "edit_file"];
+
+/// Claude Code's name for the tool eve calls `tool`: a built-in's (`Bash`), a
+/// connection's tool as `mcp__<server>__<tool>`, any other as it is.
+pub fn claude_tool_name(tool: &str) -> String {
+    if let Some((_, claude)) = CLAUDE_TOOL_NAMES.iter().find(|(eve, _)| *eve == tool) {
+        return (*claude).to_string();
+    }
+    if tool.contains("__") {
+        return format!("mcp__{tool}");
+    }
+    tool.to_string()
+}
+
+/// `input` of eve's `tool` as Claude Code's tool takes it (`file_path` for `path`), or
+/// back (`to_claude` false).
+pub fn claude_tool_input(
+    tool: &str,
+    mut input: serde_json::Value,
+    to_claude: bool,
+) -> serde_json::Value {
+    let (from, to) = if to_claude {
+        ("path", "file_path")
+    } else {
+        ("file_path", "path")
+    };
+    if FILE_PATH_TOOLS.contains(&tool)
+        && let Some(object) = input.as_object_mut()
+        && let Some(value) = object.remove(from)
+    {
+        object.insert(to.to_string(), value);
+    }
+    input
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn claude_codes_names_for_eves_tools_and_back() {
+        assert_eq!(claude_tool_name("write_file"), "Write");
+        assert_eq!(
+            claude_tool_name("github__get_issue"),
+            "mcp__github__get_issue"
+        );
+        assert_eq!(claude_tool_name("deploy"), "deploy");
+        let input = json!({"path": "a.txt", "content": "x"});
+        let claude = claude_tool_input("write_file", input.clone(), true);
+        assert_eq!(claude, json!({"file_path": "a.txt", "content": "x"}));
+        assert_eq!(claude_tool_input("write_file", claude, false), input);
+        // `glob` and `grep` say `path` in both.
+        let glob = json!({"pattern": "*", "path": "src"});
+        assert_eq!(claude_tool_input("glob", glob.clone(), true), glob);
+    }
 }

@@ -873,3 +873,30 @@ fn a_hook_runs_in_its_cwd_and_never_outside_the_workspace_or_the_agent_directory
     );
     assert!(!sent(&outside).contains("Stop hook feedback"));
 }
+
+#[test]
+fn a_hook_written_for_claude_code_reads_and_rewrites_in_claude_codes_names() {
+    let agent = Agent::builder()
+        .file(
+            "hooks/redirect.toml",
+            "event = \"before_tool\"\ntools = [\"write_file\"]\nnames = \"claude\"\ncommand = [\"python3\", \"{{ agent_dir }}/hooks/redirect.py\"]\n",
+        )
+        .file(
+            "hooks/redirect.py",
+            "import json, sys\nevent = json.load(sys.stdin)\nassert event['tool_name'] == 'Write', event\nto = event['tool_input']['file_path'].replace('a.txt', 'b.txt')\nprint(json.dumps({'hookSpecificOutput': {'updatedInput': {'file_path': to, 'content': event['tool_input']['content']}}}))\n",
+        )
+        .replies("- tool_calls: [{name: write_file, input: {path: a.txt, content: hi}}]\n- text: ok\n")
+        .build();
+    let out = agent.run(&["go"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!agent.workspace.join("a.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(agent.workspace.join("b.txt")).unwrap(),
+        "hi"
+    );
+}

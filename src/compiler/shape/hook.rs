@@ -34,6 +34,12 @@ pub static HOOK: Table = Table {
             "Where it runs: a template over `agent_dir` and `workspace` (`{{ agent_dir }}`), or a folder relative to the workspace; it must be inside one of them. Default: the workspace.",
         ),
         Key::new(
+            "names",
+            Kind::Enum(&["eve", "claude"]),
+            "Whose tool names and inputs the JSON on stdin holds: eve's (`bash`, `write_file` with `path`) or Claude Code's (`Bash`, `Write` with `file_path`), for scripts written for Claude Code.",
+        )
+        .default(D::Str("eve")),
+        Key::new(
             "timeout_secs",
             Kind::PositiveInt,
             "How long it may run, in seconds, at most 600; then eve kills it and `on_error` decides.",
