@@ -288,6 +288,10 @@ pub enum SessionsCommand {
         /// text: the transcript; stream-json: the logged events as NDJSON
         #[arg(long, short, value_enum, default_value_t = ShowOutput::Text)]
         output: ShowOutput,
+        /// Each turn as a waterfall: its model calls, tool calls, hooks and waits, with
+        /// their times and tokens, from the log's timestamps
+        #[arg(long, conflicts_with = "output")]
+        timeline: bool,
     },
     /// Delete a session
     ///

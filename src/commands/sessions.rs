@@ -23,7 +23,12 @@ fn id_and_dir(id: &str, dir: &Path) -> (String, PathBuf) {
 pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         SessionsCommand::List { dir } => list(dir),
-        SessionsCommand::Show { id, dir, output } => show(id, dir, *output),
+        SessionsCommand::Show {
+            id,
+            dir,
+            output,
+            timeline,
+        } => show(id, dir, (*output, *timeline)),
         SessionsCommand::Rm { id, dir } => rm(id, dir),
     }
 }
@@ -82,7 +87,7 @@ fn find(id: &str, dir: &Path) -> Result<(String, PathBuf), ExitCode> {
 }
 
 /// `eve sessions show ID`: the transcript, or the events as stream-json.
-fn show(id: &str, dir: &Path, output: ShowOutput) -> anyhow::Result<ExitCode> {
+fn show(id: &str, dir: &Path, (output, timeline): (ShowOutput, bool)) -> anyhow::Result<ExitCode> {
     let (id, dir) = match find(id, dir) {
         Ok(found) => found,
         Err(code) => return Ok(code),
@@ -95,6 +100,12 @@ fn show(id: &str, dir: &Path, output: ShowOutput) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    if timeline {
+        let text = session::timeline::timeline(&replayed.records);
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{}", for_terminal(&text));
+        return Ok(ExitCode::SUCCESS);
+    }
     match output {
         // A closed pipe (`| head`) just ends the output.
         ShowOutput::Text => {

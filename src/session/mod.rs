@@ -13,6 +13,7 @@
 pub mod replay;
 pub mod show;
 pub mod store;
+pub mod timeline;
 
 use crate::sync::lock;
 use std::fs::{File, OpenOptions};

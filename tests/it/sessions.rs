@@ -578,3 +578,53 @@ fn sessions_list_newest_first_and_show_and_rm_take_either_order() {
             .exists()
     );
 }
+
+#[test]
+fn show_timeline_draws_each_turn_as_a_waterfall_of_its_calls_hooks_and_waits() {
+    let agent = Agent::builder()
+        .tool("bash", "approval = \"always\"\n")
+        .file(
+            "hooks/audit.toml",
+            "event = \"before_tool\"\ncommand = [\"true\"]\n",
+        )
+        .replies("- tool_calls: [{name: bash, input: {command: \"sleep 0.2\"}}]\n- text: \"done \\e[31mred\"\n")
+        .build();
+    let parked = agent.run(&["wait \u{1b}[2J for it"]);
+    assert_eq!(parked.status.code(), Some(3), "{}", stderr(&parked));
+    let id = agent
+        .session_log()
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let approved = agent.run(&["--session", &id, "--approve"]);
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    let out = eve()
+        .args([
+            "sessions",
+            "show",
+            &id,
+            agent.dir.to_str().unwrap(),
+            "--timeline",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(text.starts_with("turn 1 · "), "{text}");
+    assert!(text.contains("· completed ·"), "{text}");
+    for row in [
+        "model, step 1",
+        "model, step 2",
+        "hook audit (before_tool)",
+        "waiting for approval of bash",
+        "bash",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    // What the log holds is shown, never sent to the terminal as control codes.
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    // The bash call slept 0.2 s: its row says so.
+    let bash = text.lines().find(|l| l.contains(" bash ")).unwrap();
+    assert!(bash.contains(" ms") || bash.contains(" s"), "{bash}");
+}
