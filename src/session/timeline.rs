@@ -36,6 +36,21 @@ struct Turn {
     parked: bool,
 }
 
+impl Turn {
+    /// A row for what ended at `offset` after `duration_ms` (a call, a hook).
+    fn ended(&mut self, offset: i64, duration_ms: u64, label: String, detail: String) {
+        let duration = i64::try_from(duration_ms)
+            .unwrap_or(i64::MAX)
+            .min(offset.max(0));
+        self.rows.push(Row {
+            start: offset - duration,
+            duration,
+            label,
+            detail,
+        });
+    }
+}
+
 /// The timeline of `records` (a session log's), one block a turn (a parked turn goes
 /// on where it was resumed, the wait for the person a row of it); a turn that never
 /// ended (a crash, a turn still parked) ends at its last event.
@@ -98,17 +113,8 @@ fn read(turn: &mut Turn, kind: &EventKind, at: i64) -> Option<(String, Option<Us
             duration_ms,
             ..
         } => {
-            let duration = *duration_ms as i64;
-            turn.rows.push(Row {
-                start: offset - duration,
-                duration,
-                label: name.clone(),
-                detail: if *is_error {
-                    "failed".into()
-                } else {
-                    String::new()
-                },
-            });
+            let detail = if *is_error { "failed" } else { "" };
+            turn.ended(offset, *duration_ms, name.clone(), detail.to_string());
         }
         EventKind::HookCompleted {
             hook,
@@ -116,15 +122,12 @@ fn read(turn: &mut Turn, kind: &EventKind, at: i64) -> Option<(String, Option<Us
             decision,
             duration_ms,
             ..
-        } => {
-            let duration = *duration_ms as i64;
-            turn.rows.push(Row {
-                start: offset - duration,
-                duration,
-                label: format!("hook {hook} ({event})"),
-                detail: decision.clone(),
-            });
-        }
+        } => turn.ended(
+            offset,
+            *duration_ms,
+            format!("hook {hook} ({event})"),
+            decision.clone(),
+        ),
         EventKind::InputRequested { request, .. } => {
             let what = match request.kind {
                 crate::protocol::InputKind::Question { .. } => "a question".to_string(),
