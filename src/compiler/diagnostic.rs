@@ -116,6 +116,7 @@ pub mod code {
     pub const HOOK_TOOLS_NOT_FOR_EVENT: &str = "E1003";
     pub const HOOK_COMMAND_FILE: &str = "E1004";
     pub const HOOK_RUNS_WORKSPACE: &str = "E1005";
+    pub const HOOK_NEVER_RUNS: &str = "E1006";
 
     /// Every code above, to find a code again from its text (the build cache keeps it).
     pub const ALL: &[&str] = &[
@@ -209,6 +210,7 @@ pub mod code {
         HOOK_TOOLS_NOT_FOR_EVENT,
         HOOK_COMMAND_FILE,
         HOOK_RUNS_WORKSPACE,
+        HOOK_NEVER_RUNS,
     ];
 
     /// The code with this text, if eve has it.

@@ -36,6 +36,37 @@ pub fn compile(
         .collect()
 }
 
+/// Keeps the hooks that can run, reporting the others: a `subagent_stop` hook in an
+/// agent that starts no child agent (no subagent, no `agent` tool). `display` names a
+/// hook's file.
+pub fn refuse_unreachable(
+    hooks: &mut Vec<Hook>,
+    tools: &[Tool],
+    display: impl Fn(&str) -> String,
+    diags: &mut Diagnostics,
+) {
+    let has_children = tools.iter().any(|t| match &t.executor {
+        Executor::Subagent { .. } => true,
+        Executor::Builtin => t.name == "agent",
+        _ => false,
+    });
+    hooks.retain(|hook| {
+        if hook.event != HookEvent::SubagentStop || has_children {
+            return true;
+        }
+        diags.push(
+            Diagnostic::error(
+                code::HOOK_NEVER_RUNS,
+                format!("hook `{}` never runs: the agent starts no subagent", hook.name),
+            )
+            .file(display(&hook.name))
+            .note("a `subagent_stop` hook runs when one of the agent's subagents (`subagents/`, or the `agent` tool) ends its task")
+            .help("add a subagent, or make it a `stop` hook (the agent's own turn)"),
+        );
+        false
+    });
+}
+
 /// Whether eve runs the tool's calls, so that hooks can see them: not a tool the
 /// provider runs (`web_search`), nor `call_tool` (the deferred tool it names is hooked
 /// as itself).

@@ -312,7 +312,9 @@ fn compile_files(
     );
     tools.extend(subagents.iter().map(subagent_tool));
     check_collisions(&tools, &connections, diags);
-    let hooks = hooks::compile(&files.hooks, &tools, catalog, &files.root, diags);
+    let mut hooks = hooks::compile(&files.hooks, &tools, catalog, &files.root, diags);
+    let hook_file = |name: &str| agent_path(&files.prefix, &format!("hooks/{name}.toml"));
+    hooks::refuse_unreachable(&mut hooks, &tools, hook_file, diags);
     refuse_unrunnable_hooks(&hooks, &mut entries, files, diags);
 
     let (instructions, rendered) =

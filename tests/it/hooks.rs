@@ -900,3 +900,20 @@ fn a_hook_written_for_claude_code_reads_and_rewrites_in_claude_codes_names() {
         "hi"
     );
 }
+
+#[test]
+fn a_subagent_stop_hook_in_an_agent_that_starts_no_subagent_fails_the_build() {
+    let agent = Agent::builder()
+        .toml("default_tools = false\n")
+        .file(
+            "hooks/check-work.toml",
+            "event = \"subagent_stop\"\ncommand = [\"true\"]\n",
+        )
+        .build();
+    let (code, stderr) = build(&agent);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("error[E1006]: hook `check-work` never runs: the agent starts no subagent"),
+        "{stderr}"
+    );
+}
