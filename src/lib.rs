@@ -36,6 +36,7 @@ pub mod shell;
 pub mod statedir;
 pub mod suggest;
 pub mod sync;
+pub mod telemetry;
 pub mod template;
 pub mod text;
 pub mod textfile;

@@ -99,6 +99,9 @@ pub struct RunOptions {
     /// A sandbox made once for every session of this manifest (`eve serve`: its launcher
     /// and temp folder are kept across turns); `None`: each session makes its own.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The caller's W3C trace context (`TRACEPARENT`, a served request's `traceparent`):
+    /// the turn's spans are its children when telemetry is on.
+    pub traceparent: Option<String>,
 }
 
 /// Exit codes of `eve run`: the one table.
@@ -346,7 +349,17 @@ pub fn session_setup_with(
         )
     });
     let max_steps = options.max_steps.unwrap_or(manifest.agent.limits.max_steps);
+    let mut warnings = warnings;
+    let hidden: Vec<String> = crate::providers::key_variables(&manifest);
+    let (observer, lines) = crate::telemetry::observer(crate::telemetry::Session {
+        manifest: &manifest,
+        model: &model.reference,
+        traceparent: options.traceparent.as_deref(),
+        secret_variables: &hidden,
+    });
+    warnings.extend(lines);
     let setup = Setup::new(manifest, agent_dir, workspace, model)
+        .with_observer(observer)
         .with_env(crate::harness::Env::process())
         .with_retry(providers::retry::RetryPolicy::from_env())
         .with_max_steps(max_steps)

@@ -24,10 +24,20 @@ pub fn var(name: &str) -> Option<String> {
         .or_else(|| std::env::var(name).ok())
 }
 
-/// Whether a variable's name says it holds a key, whatever eve knows of it.
+/// Whether a variable's name says it holds a key, whatever eve knows of it: a provider's
+/// key, or a telemetry collector's credentials (`OTEL_EXPORTER_OTLP_HEADERS`).
 pub fn looks_secret(name: &str) -> bool {
-    name.ends_with("_API_KEY")
+    name.ends_with("_API_KEY") || COLLECTOR_HEADER_VARIABLES.contains(&name)
 }
+
+/// The variables that may hold a telemetry collector's credentials (the OTLP exporter's
+/// request headers): secrets, which the telemetry pipeline reads back with [`var`].
+pub const COLLECTOR_HEADER_VARIABLES: &[&str] = &[
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+];
 
 /// Moves the secret variables out of eve's environment (see the module docs). `known`
 /// names the variables the agent reads keys from; any variable whose name

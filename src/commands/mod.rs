@@ -21,6 +21,15 @@ use crate::cli::{Cli, Command};
 
 /// Runs a parsed command line and returns the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let result = dispatch_command(cli);
+    // What the sessions exported is sent before eve exits (a short deadline at most).
+    if let Some(line) = crate::telemetry::shutdown() {
+        eprintln!("warning: {line}");
+    }
+    result
+}
+
+fn dispatch_command(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Init(args) => init::run(&args),
         Command::Build(args) => build::run(&args),

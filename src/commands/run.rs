@@ -215,6 +215,7 @@ fn options(args: &RunArgs, mode: OutputMode, session: SessionChoice) -> RunOptio
         connections: None,
         hidden_env: Vec::new(),
         sandbox: None,
+        traceparent: crate::telemetry::traceparent_from_env(),
     }
 }
 

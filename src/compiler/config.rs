@@ -97,6 +97,7 @@ pub fn compile(
             sandbox: Sandbox::default(),
             providers: inherited.map(|i| i.providers.clone()).unwrap_or_default(),
             reasoning: None,
+            telemetry: Default::default(),
         },
         instructions_env: Vec::new(),
         env_key_errors: Vec::new(),
@@ -156,6 +157,7 @@ fn read_agent(
     let parent = inherited.filter(|_| !model_written);
     let max_output_written = read_limits(root, &mut config.agent.limits, parent);
     reasoning::read(root, &mut config.agent, config.api);
+    telemetry::read(root, &mut config.agent);
     read_compaction(root, &mut config.agent, &declared, agent_dir, config.api);
     read_workspace(root, &mut config.agent.workspace);
     if let Some(mut sandbox) = root.table("sandbox") {
@@ -820,6 +822,7 @@ pub fn is_env_name(name: &str) -> bool {
 }
 
 mod reasoning;
+mod telemetry;
 
 #[cfg(test)]
 mod tests;

@@ -258,6 +258,7 @@ impl Dev {
             hidden_env: Vec::new(),
             connections: self.connections.clone(),
             sandbox: None,
+            traceparent: crate::telemetry::traceparent_from_env(),
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::ids;
-use crate::protocol::{Event, EventKind, Journal, Meta, Record};
+use crate::protocol::{Event, EventKind, Journal, Meta, Observer, Record};
 
 /// Stamps events and hands them to their consumers; a closed receiver is not an error.
 #[derive(Debug, Clone)]
@@ -16,6 +16,8 @@ pub struct Emitter {
     session_id: Option<String>,
     /// The journal every event but the streamed deltas is appended to.
     journal: Option<Arc<dyn Journal>>,
+    /// What watches every event (telemetry); a child agent's emitter shares it.
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl Emitter {
@@ -27,6 +29,7 @@ impl Emitter {
                 tx,
                 session_id: None,
                 journal: None,
+                observer: None,
             },
             rx,
         )
@@ -38,6 +41,7 @@ impl Emitter {
             tx: self.tx.clone(),
             session_id: Some(session_id.to_string()),
             journal: None,
+            observer: self.observer.clone(),
         }
     }
 
@@ -47,7 +51,14 @@ impl Emitter {
             tx: self.tx.clone(),
             session_id: self.session_id.clone(),
             journal: Some(journal),
+            observer: self.observer.clone(),
         }
+    }
+
+    /// The same emitter, also showing every event to `observer`.
+    pub fn observed_by(mut self, observer: Arc<dyn Observer>) -> Emitter {
+        self.observer = Some(observer);
+        self
     }
 
     /// The journal, if this emitter writes one.
@@ -72,6 +83,9 @@ impl Emitter {
                 session_id: self.session_id.clone(),
             },
         };
+        if let Some(observer) = &self.observer {
+            observer.observe(&event);
+        }
         if let Some(journal) = &self.journal {
             if matches!(
                 event.kind,

@@ -97,6 +97,8 @@ pub struct Setup {
     /// (the process's for a run; empty unless set: the harness reads no environment of
     /// its own).
     pub env: Env,
+    /// What watches the session's events (telemetry); `None`: nothing does, at no cost.
+    pub observer: Option<Arc<dyn crate::protocol::Observer>>,
 }
 
 /// One session: a system prompt, the tools, and the history of its turns.

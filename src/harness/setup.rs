@@ -52,7 +52,14 @@ impl Setup {
             hook_stubs: Arc::default(),
             connections: None,
             env: Env::empty(),
+            observer: None,
         }
+    }
+
+    /// Shows every event of the session, its child agents' too, to `observer`.
+    pub fn with_observer(mut self, observer: Option<Arc<dyn crate::protocol::Observer>>) -> Setup {
+        self.observer = observer;
+        self
     }
 
     /// Where the instructions' variables are read from (`Env::process()` for a run).
@@ -166,6 +173,7 @@ impl Setup {
             connections,
             executed: self.executed.clone(),
             env: self.env.clone(),
+            observer: self.observer.clone(),
         }
     }
 }

@@ -94,6 +94,11 @@ impl Harness {
             (Some(journal), _) => emitter.with_journal(journal.clone()),
             (None, _) => emitter,
         };
+        // A child's emitter is its parent's, which already shows events to the observer.
+        let emitter = match (&setup.observer, setup.depth) {
+            (Some(observer), 0) => emitter.observed_by(observer.clone()),
+            _ => emitter,
+        };
         let registry = Arc::new(registry(&setup));
         let system = prompt::system_prompt(
             &setup.manifest,

@@ -125,6 +125,26 @@ pub struct Agent {
     /// (no extended thinking for Anthropic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Reasoning>,
+    /// `[telemetry]`: what the exported spans carry.
+    #[serde(default, skip_serializing_if = "Telemetry::is_default")]
+    pub telemetry: Telemetry,
+}
+
+/// `[telemetry]` of `agent.toml` (docs/telemetry.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Telemetry {
+    /// Export messages, replies and tool inputs and outputs as span events.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capture_content: bool,
+    /// Attributes added to every span.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
+}
+
+impl Telemetry {
+    fn is_default(&self) -> bool {
+        *self == Telemetry::default()
+    }
 }
 
 /// `[reasoning]` of `agent.toml`.

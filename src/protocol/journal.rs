@@ -28,3 +28,10 @@ pub trait Journal: Send + Sync + std::fmt::Debug {
     /// ignores it.
     fn stream(&self, _event: &Event) {}
 }
+
+/// Something that watches every event of a session, the streamed pieces and a child
+/// agent's included, as it is emitted (the telemetry exporter). It is called on the
+/// harness's task, in order, and must return at once: it may queue, never wait.
+pub trait Observer: Send + Sync + std::fmt::Debug {
+    fn observe(&self, event: &Event);
+}

@@ -12,7 +12,7 @@ pub mod turn;
 pub use event::{
     Action, EndReason, Event, EventKind, InputKind, InputRequest, Meta, Resolution, Unavailable,
 };
-pub use journal::Journal;
+pub use journal::{Journal, Observer};
 pub use message::{Image, Message, ToolCall, ToolKind, ToolResult, ToolSpec, Usage};
 pub use record::{Record, Stamp, StampRecord, Todo, TodoStatus};
 pub use turn::{Parked, Snapshot, TurnOutcome};

@@ -159,6 +159,10 @@ impl Refusal {
 pub(super) struct SendBody {
     pub(super) message: Option<String>,
     pub(super) input_responses: Option<Vec<InputResponse>>,
+    /// The request's W3C `traceparent` header, not its body: a turn it starts is a
+    /// child of the caller's span (docs/telemetry.md).
+    #[serde(skip)]
+    pub(super) traceparent: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -19,7 +19,12 @@ use crate::serve::log::log_line;
 #[derive(Debug, Clone)]
 pub enum Job {
     /// A turn answering this message; `new`: the session is created for it.
-    Turn { message: String, new: bool },
+    Turn {
+        message: String,
+        new: bool,
+        /// The caller's W3C trace context: the turn's spans are its children.
+        traceparent: Option<String>,
+    },
     /// Resume the parked turn with this answer or decision to the request the client
     /// was shown: when the log waits for another by the time the job opens it, the job
     /// does nothing.
@@ -126,6 +131,9 @@ async fn drive(
 ) -> Result<Option<Pending>, String> {
     let mut options = state.config.options.clone();
     options.persist = true;
+    if let Job::Turn { traceparent, .. } = &job {
+        options.traceparent = traceparent.clone();
+    }
     options.session = match &job {
         Job::Turn { new: true, .. } => SessionChoice::Create(id.to_string()),
         _ => SessionChoice::Id(id.to_string()),

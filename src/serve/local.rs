@@ -32,8 +32,9 @@ impl Sessions for Local {
         &'a self,
         state: &'a Arc<State>,
         message: Option<String>,
+        traceparent: Option<String>,
     ) -> BoxFuture<'a, Result<Response, ApiError>> {
-        create(state, message).boxed()
+        create(state, message, traceparent).boxed()
     }
 
     fn send<'a>(
@@ -101,7 +102,11 @@ impl Sessions for Local {
 }
 
 /// A new session: its first turn queued when `message` is given, else its log created.
-async fn create(state: &Arc<State>, message: Option<String>) -> Result<Response, ApiError> {
+async fn create(
+    state: &Arc<State>,
+    message: Option<String>,
+    traceparent: Option<String>,
+) -> Result<Response, ApiError> {
     let max = state.config.max_sessions;
     if state.index.len() >= max {
         return Err(too_many_sessions(max));
@@ -122,7 +127,11 @@ async fn create(state: &Arc<State>, message: Option<String>) -> Result<Response,
             jobs::spawn(
                 state,
                 id.clone(),
-                Job::Turn { message, new: true },
+                Job::Turn {
+                    message,
+                    new: true,
+                    traceparent,
+                },
                 live,
                 cancel,
             );
@@ -154,6 +163,7 @@ async fn send(state: &Arc<State>, id: &str, request: SendBody) -> Result<Respons
             let job = Job::Turn {
                 message,
                 new: false,
+                traceparent: request.traceparent,
             };
             start(
                 state,

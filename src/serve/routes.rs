@@ -88,8 +88,17 @@ struct CreateBody {
     message: Option<String>,
 }
 
+/// The request's W3C `traceparent` header, if it has a readable one.
+fn traceparent(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 async fn create(
     Extract(state): Extract<Arc<State>>,
+    headers: axum::http::HeaderMap,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let raw = body(raw)?;
@@ -98,15 +107,20 @@ async fn create(
     } else {
         parse(&raw)?
     };
-    state.sessions.create(&state, request.message).await
+    state
+        .sessions
+        .create(&state, request.message, traceparent(&headers))
+        .await
 }
 
 async fn send(
     Extract(state): Extract<Arc<State>>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let request: SendBody = parse(&body(raw)?)?;
+    let mut request: SendBody = parse(&body(raw)?)?;
+    request.traceparent = traceparent(&headers);
     session_path(&state, &id)?;
     state.sessions.send(&state, &id, request).await
 }

@@ -128,6 +128,7 @@ pub(super) trait Sessions: Send + Sync + std::fmt::Debug {
         &'a self,
         state: &'a Arc<State>,
         message: Option<String>,
+        traceparent: Option<String>,
     ) -> BoxFuture<'a, Result<Response, ApiError>>;
 
     /// `POST /eve/v1/session/:id`: a message, or the answers for a waiting turn.

@@ -34,5 +34,6 @@ mod serve;
 mod sessions;
 mod skill_libraries;
 mod special_files;
+mod telemetry;
 mod tools;
 mod workspace_guard;

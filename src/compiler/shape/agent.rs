@@ -90,6 +90,30 @@ pub static AGENT: Table = Table::of(&[
         Kind::Table(&REASONING),
         "How hard a reasoning model thinks before it answers: Anthropic's extended thinking, OpenAI's `reasoning_effort`. Not inherited by subagents.",
     ),
+    Key::new(
+        "telemetry",
+        Kind::Table(&TELEMETRY),
+        "What the agent's OpenTelemetry spans carry (docs/telemetry.md). Nothing is exported unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set. Only the top agent's counts.",
+    ),
+]);
+
+/// `[telemetry]`.
+pub static TELEMETRY: Table = Table::of(&[
+    Key::new(
+        "capture_content",
+        Kind::Bool,
+        "`true` exports the messages, replies and tool inputs and outputs as span events (provider keys masked, each cut at 16 KiB); `false` exports only names, ids, counts and durations.",
+    )
+    .default(D::Bool(false)),
+    Key::new(
+        "attributes",
+        Kind::Map {
+            names: None,
+            values: &Kind::Str(STRING),
+        },
+        "Attributes added to every span of the agent's sessions, e.g. `team = \"search\"`.",
+    )
+    .default(D::EmptyTable),
 ]);
 
 /// `[reasoning]`.

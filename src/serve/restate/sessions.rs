@@ -23,6 +23,8 @@ impl Sessions for Backend {
         &'a self,
         _state: &'a Arc<State>,
         message: Option<String>,
+        // Restate's workers start each turn's trace themselves (docs/telemetry.md).
+        _traceparent: Option<String>,
     ) -> BoxFuture<'a, Result<Response, ApiError>> {
         async move {
             let job = match message {

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod mcp;
 pub mod mock;
+pub mod otlp;
 pub mod restate;
 pub mod serve;
 
@@ -19,6 +20,11 @@ pub fn eve() -> Command {
     let mut cmd = Command::cargo_bin("eve").expect("the eve binary is built");
     cmd.env("NO_COLOR", "1")
         .env_remove("EVE_MODEL")
+        // Nothing is exported unless a test points eve at its own receiver.
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        .env_remove("TRACEPARENT")
         .env("PATH", mcp::path_with_server())
         // The private cache folders of sandboxed MCP servers go below the build's temp
         // folder, not the home folder of whoever runs the tests.
