@@ -150,6 +150,10 @@ impl Harness {
             plan
         };
         let ran = plan.runs();
+        let ctx = ToolContext {
+            traceparent: self.emitter.traceparent(&call.id),
+            ..ctx
+        };
         let mut output = execute(plan, call, &self.registry, ctx, durable, name).await;
         if ran {
             if let Some(judged) = self.judged.get(&call.id) {

@@ -73,6 +73,13 @@ impl Emitter {
         }
     }
 
+    /// The W3C trace context of a running call of this emitter's session, when an
+    /// observer exports spans.
+    pub fn traceparent(&self, call_id: &str) -> Option<String> {
+        let session = self.session_id.as_deref().unwrap_or_default();
+        self.observer.as_ref()?.traceparent(session, call_id)
+    }
+
     /// Stamps `kind` with a new id and the current time and sends it.
     pub fn emit(&self, kind: EventKind) {
         let event = Event {

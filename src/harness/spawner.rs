@@ -158,6 +158,7 @@ pub(super) fn tools_context(
         agent_writable: setup.manifest.agent.workspace.agent_writable,
         executed: setup.executed.clone(),
         cancel: CancellationToken::new(),
+        traceparent: None,
         hidden_env: Arc::new(setup.hidden_env.clone()),
         state: state.clone(),
         depth: setup.depth,

@@ -34,4 +34,10 @@ pub trait Journal: Send + Sync + std::fmt::Debug {
 /// harness's task, in order, and must return at once: it may queue, never wait.
 pub trait Observer: Send + Sync + std::fmt::Debug {
     fn observe(&self, event: &Event);
+
+    /// The W3C `traceparent` of a running tool call of `session` (`""`: the top-level
+    /// session), which an HTTP tool sends on so the server's spans join the turn's trace.
+    fn traceparent(&self, _session: &str, _call_id: &str) -> Option<String> {
+        None
+    }
 }

@@ -138,6 +138,20 @@ impl SessionSpans {
 }
 
 impl Observer for SessionSpans {
+    fn traceparent(&self, session: &str, call_id: &str) -> Option<String> {
+        let state = crate::sync::lock(&self.state);
+        let (span, _) = state.sessions.get(session)?.calls.get(call_id)?;
+        let context = span.span_context();
+        context.is_valid().then(|| {
+            format!(
+                "00-{}-{}-{:02x}",
+                context.trace_id(),
+                context.span_id(),
+                context.trace_flags().to_u8()
+            )
+        })
+    }
+
     fn observe(&self, event: &Event) {
         let now = SystemTime::now();
         let mut state = crate::sync::lock(&self.state);

@@ -71,6 +71,9 @@ pub struct ToolContext {
     /// The session's tools, for the tool catalog (`search_tools`, `call_tool`): the
     /// registry ([`Catalog`]).
     pub catalog: Option<Arc<dyn Catalog>>,
+    /// The W3C `traceparent` of this call's span when telemetry exports one: HTTP tools
+    /// send it on.
+    pub traceparent: Option<String>,
 }
 
 impl ToolContext {
@@ -91,6 +94,7 @@ impl ToolContext {
             sandbox: None,
             spawner: None,
             catalog: None,
+            traceparent: None,
         }
     }
 

@@ -397,3 +397,39 @@ fn a_subagents_turn_is_nested_under_the_call_that_started_it() {
         attr(call[0], "eve.session.id")
     );
 }
+
+#[test]
+fn an_http_tool_sends_its_calls_traceparent_on() {
+    use crate::common::mock::{MockServer, Reply};
+    let receiver = Receiver::start();
+    let api = MockServer::start(vec![Reply::Status {
+        status: 200,
+        headers: vec![],
+        body: "pong".into(),
+    }]);
+    let tool = format!(
+        "description = \"Pings\"\n[input_schema]\ntype = \"object\"\n[http]\nurl = \"{}/ping\"\nallow_private = true\n",
+        api.url()
+    );
+    let agent = Agent::builder()
+        .tool("ping", &tool)
+        .replies("- tool_calls: [{name: ping, input: {}}]\n- text: pinged\n")
+        .build();
+    let out = exported_run(&agent, &receiver.endpoint(), "ping it");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = api.requests();
+    assert_eq!(sent.len(), 1);
+    let traceparent = sent[0]
+        .header("traceparent")
+        .expect("a traceparent header")
+        .to_string();
+    let spans = receiver.spans();
+    let call = by_name(&spans, "execute_tool ping")[0];
+    let (trace, span, _) = ids(call);
+    assert_eq!(traceparent, format!("00-{trace}-{span}-01"));
+}

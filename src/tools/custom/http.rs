@@ -143,6 +143,13 @@ impl HttpTool {
             };
             headers.append(header, value);
         }
+        // The call's span, when telemetry exports one, unless the author sends their own.
+        if let Some(traceparent) = &ctx.traceparent
+            && !headers.contains_key("traceparent")
+            && let Ok(value) = reqwest::header::HeaderValue::from_str(traceparent)
+        {
+            headers.insert("traceparent", value);
+        }
         let fixed_origin = literal_origin(&self.url);
         let policy = egress::Policy {
             allow_private: self.allow_private,
